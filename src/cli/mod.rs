@@ -1,0 +1,218 @@
+//! The `wbsim` command line.
+
+use crate::output::{simulate, write_outputs};
+use crate::scenario::{Scenario, ScenarioError};
+use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "wbsim",
+    version,
+    about = "A deterministic simulator of the Linux storage writeback stack"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(clap::Args, Clone)]
+struct ScenarioArgs {
+    /// Scenario file (TOML). Without it, the built-in default scenario.
+    scenario: Option<String>,
+    /// Override a knob by its dotted path, e.g. --set vm.dirty_bytes=200M
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+    /// PRNG seed (same as --set run.seed=N)
+    #[arg(long)]
+    seed: Option<u64>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Simulate a scenario and write trace.txt, summary.json and vmstat
+    Run {
+        #[command(flatten)]
+        s: ScenarioArgs,
+        /// Output directory
+        #[arg(long, default_value = "wbsim-out")]
+        out: PathBuf,
+        /// Do not print the human summary or progress
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Validate a scenario without running it
+    Check {
+        #[command(flatten)]
+        s: ScenarioArgs,
+    },
+    /// Measure simulation speed (simulated seconds per wall second)
+    Bench {
+        #[command(flatten)]
+        s: ScenarioArgs,
+        /// Runs per measurement (the best is reported)
+        #[arg(long, default_value_t = 5)]
+        repeat: u32,
+    },
+    /// Print the built-in default scenario
+    DefaultScenario,
+}
+
+fn load(s: &ScenarioArgs) -> Result<Scenario, ScenarioError> {
+    let mut sets = s.sets.clone();
+    if let Some(seed) = s.seed {
+        sets.push(format!("run.seed={seed}"));
+    }
+    match &s.scenario {
+        Some(p) => Scenario::load_file(p, &sets),
+        None => Scenario::builtin(&sets),
+    }
+}
+
+fn bad_input(e: &ScenarioError) -> i32 {
+    eprintln!("wbsim: error: {e}");
+    2
+}
+
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return code;
+        }
+    };
+    match cli.cmd {
+        Cmd::DefaultScenario => {
+            print!("{}", crate::scenario::DEFAULT_SCENARIO);
+            0
+        }
+        Cmd::Check { s } => match load(&s) {
+            Ok(sc) => {
+                println!(
+                    "{}: ok ({} devices, {} filesystems, {} jobs, {} tasks, {} s)",
+                    s.scenario.as_deref().unwrap_or("<built-in default>"),
+                    sc.devices.len(),
+                    sc.filesystems.len(),
+                    sc.jobs.len(),
+                    sc.jobs.iter().map(|j| j.numjobs as u64).sum::<u64>(),
+                    sc.run.duration as f64 / 1e9
+                );
+                0
+            }
+            Err(e) => bad_input(&e),
+        },
+        Cmd::Run { s, out, quiet } => {
+            let sc = match load(&s) {
+                Ok(sc) => sc,
+                Err(e) => return bad_input(&e),
+            };
+            let t0 = Instant::now();
+            let tty = std::io::stderr().is_terminal();
+            let mut last = 0.0f64;
+            let r = simulate(&sc, true, |now, end| {
+                let el = t0.elapsed().as_secs_f64();
+                if !quiet && el > 1.0 && el - last >= 1.0 {
+                    last = el;
+                    if tty {
+                        eprint!("\r[wbsim] simulated {now:.1} s of {end:.0} s");
+                    } else {
+                        eprintln!("[wbsim] simulated {now:.1} s of {end:.0} s");
+                    }
+                }
+            });
+            if !quiet && last > 0.0 && tty {
+                eprintln!();
+            }
+            if let Err(e) = write_outputs(&out, &r) {
+                eprintln!("wbsim: error: cannot write to {}: {e}", out.display());
+                return 2;
+            }
+            if !quiet {
+                print_human(&r, &out);
+            }
+            0
+        }
+        Cmd::Bench { s, repeat } => {
+            let sc = match load(&s) {
+                Ok(sc) => sc,
+                Err(e) => return bad_input(&e),
+            };
+            crate::cli::bench(&sc, repeat.max(1));
+            0
+        }
+    }
+}
+
+fn print_human(r: &crate::output::RunResult, out: &std::path::Path) {
+    let s = &r.summary;
+    println!(
+        "wbsim: {} (seed {}, {}), {:.0} s simulated in {:.3} s wall ({:.0}x real time, {} events)",
+        s.scenario,
+        s.seed,
+        s.dirty_throttle,
+        s.duration_s,
+        r.wall_s,
+        r.sim_s / r.wall_s.max(1e-9),
+        r.events
+    );
+    println!("window {:.0}-{:.0} s:", s.window.start_s, s.window.end_s);
+    for j in &s.jobs {
+        println!(
+            "  job {:<10} {:>5} tasks  {:>8.2} MiB/s dirtied  (per task p50 {:.2})  vol cs/task/s p50 {:.1}",
+            j.name, j.tasks, j.aggregate_mib_s, j.per_task_mib_s.p50, j.voluntary_cs_per_task_s.p50
+        );
+    }
+    for d in &s.devices {
+        println!(
+            "  dev {:<10} {:>8.2} MiB/s written, {:.1} IOPS, avg request {:.1} KiB",
+            d.name, d.write_mib_s, d.write_iops, d.avg_request_kib
+        );
+    }
+    println!(
+        "  dirty pages p10/p50/p90: {:.0} / {:.0} / {:.0}  (nr_writeback p50 {:.0})",
+        s.dirty_pages.p10, s.dirty_pages.p50, s.dirty_pages.p90, s.nr_writeback.p50
+    );
+    if let Some(b) = s.trace.get("balance_dirty_pages") {
+        let f = |k: &str| b.fields.get(k).map(|p| p.p50).unwrap_or(0.0);
+        println!(
+            "  balance_dirty_pages p50: dirty {:.0}, limit {:.0}, setpoint {:.0}, pause {:.0} ms, period {:.0} ms, dirtied_pause {:.0}",
+            f("dirty"),
+            f("limit"),
+            f("setpoint"),
+            f("pause"),
+            f("period"),
+            f("dirtied_pause")
+        );
+    }
+    println!(
+        "output in {}/ (trace.txt, summary.json, vmstat, wall.json)",
+        out.display()
+    );
+}
+
+/// `wbsim bench`: simulated seconds per wall second, tracing off and on.
+pub fn bench(sc: &Scenario, repeat: u32) {
+    for (label, trace_on) in [("tracing off", false), ("tracing on", true)] {
+        let mut best = f64::INFINITY;
+        let mut events = 0;
+        for _ in 0..repeat {
+            let r = simulate(sc, trace_on, |_, _| {});
+            best = best.min(r.wall_s);
+            events = r.events;
+        }
+        let sim = sc.run.duration as f64 / 1e9;
+        println!(
+            "bench {} ({label}): {:.1} s simulated in {:.2} ms wall (best of {repeat}) = {:.0}x real time, {} events, {:.0} ns/event",
+            sc.name,
+            sim,
+            best * 1e3,
+            sim / best,
+            events,
+            best * 1e9 / events.max(1) as f64
+        );
+    }
+}

@@ -1,0 +1,3 @@
+//! Device models.
+
+pub mod disk;

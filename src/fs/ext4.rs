@@ -1,0 +1,83 @@
+//! The ext4 model: delayed allocation and ->writepages (fs/ext4/inode.c
+//! `ext4_writepages`, fs/ext4/page-io.c). Blocks are allocated when pages
+//! are written back, next to the inode's previous extent when possible (a
+//! simplified mballoc goal), and bios cover physically contiguous runs of up
+//! to `EXT4_MAX_BIO_PAGES` pages.
+
+use crate::block::Bio;
+use crate::kernel::{InodeId, Kernel, Pid};
+
+/// Pages per bio: BIO_MAX_VECS (256) single-page vectors = 1 MiB.
+pub const EXT4_MAX_BIO_PAGES: u64 = 256;
+
+impl Kernel {
+    /// The next run of dirty pages ext4_writepages would put in one bio,
+    /// starting at `cursor`. After the wrap (`cycled`) the walk stops before
+    /// `start_index`, where this call began.
+    pub fn ext4_next_run(
+        &mut self,
+        ino: InodeId,
+        cursor: u64,
+        max: u64,
+        cycled: bool,
+        start_index: u64,
+    ) -> Option<(u64, u64)> {
+        let inode = &mut self.inodes[ino];
+        let first = inode.dirty.next_at_or_after(cursor)?;
+        if cycled && start_index != 0 && first >= start_index {
+            return None;
+        }
+        let mut lim = max.min(EXT4_MAX_BIO_PAGES);
+        if cycled && start_index != 0 {
+            lim = lim.min(start_index - first);
+        }
+        inode.dirty.take_from(first, lim)
+    }
+
+    /// Map `[start, start + n)` to disk blocks (allocating as needed) and
+    /// submit bios for the physically contiguous pieces.
+    pub fn ext4_submit_pages(&mut self, pid: Pid, ino: InodeId, start: u64, n: u64) {
+        let spp = self.page_size() / 512;
+        let mut p = start;
+        let end = start + n;
+        while p < end {
+            let (sector, run) = self.ext4_map_blocks(ino, p, end - p);
+            let dev = self.sbs[self.inodes[ino].sb].dev;
+            let bio = Bio {
+                dev,
+                sector,
+                nr_sectors: run * spp,
+                ino,
+                page_start: p,
+                npages: run,
+                submitter: pid,
+                submit_time: self.now(),
+                remaining: 0,
+            };
+            self.submit_bio(bio);
+            p += run;
+        }
+    }
+
+    /// `ext4_map_blocks`: the sector of page `p` and how many following pages
+    /// are physically contiguous (allocating delalloc blocks on the way).
+    fn ext4_map_blocks(&mut self, ino: InodeId, p: u64, max: u64) -> (u64, u64) {
+        let spp = self.page_size() / 512;
+        let inode = &self.inodes[ino];
+        for &(ps, len, sec) in inode.extents.iter().rev() {
+            if p >= ps && p < ps + len {
+                return (sec + (p - ps) * spp, (ps + len - p).min(max));
+            }
+        }
+        // allocate: extend the last extent if it ends where the allocator is
+        let sb = inode.sb;
+        let cursor = self.sbs[sb].alloc_cursor;
+        self.sbs[sb].alloc_cursor += max * spp;
+        let inode = &mut self.inodes[ino];
+        match inode.extents.last_mut() {
+            Some((ps, len, sec)) if *ps + *len == p && *sec + *len * spp == cursor => *len += max,
+            _ => inode.extents.push((p, max, cursor)),
+        }
+        (cursor, max)
+    }
+}

@@ -1,0 +1,487 @@
+//! The flusher (fs/fs-writeback.c): one kworker per wb running `wb_workfn`.
+//!
+//! `wb_workfn` → `wb_do_writeback` → queued works, start-all, kupdate,
+//! background → `wb_writeback` loop → `queue_io` / `writeback_sb_inodes` →
+//! per-inode `__writeback_single_inode` (ext4 ->writepages) → `requeue_inode`.
+//! It is a resumable state machine: it gives up the CPU model after each
+//! bio it builds, so dirtiers and completions interleave with it as they do
+//! on a real machine. The whole work item runs under one plug (6.x), which
+//! for the devices modelled so far has no effect on request sizes.
+
+use super::{WbList, I_DIRTY_PAGES, I_SYNC, I_SYNC_QUEUED};
+use crate::kernel::{Action, Ev, InodeId, Kernel, Pid, WbId};
+use crate::sim::{Ns, NSEC_PER_MSEC};
+
+/// `enum wb_reason`, with the tracepoint's symbolic names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WbReason {
+    Background = 0,
+    Vmscan = 1,
+    Sync = 2,
+    Periodic = 3,
+}
+
+impl WbReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            WbReason::Background => "background",
+            WbReason::Vmscan => "vmscan",
+            WbReason::Sync => "sync",
+            WbReason::Periodic => "periodic",
+        }
+    }
+}
+
+/// `struct wb_writeback_work`.
+#[derive(Clone, Debug)]
+pub struct WbWork {
+    pub nr_pages: i64,
+    pub sync_all: bool,
+    pub for_kupdate: bool,
+    pub for_background: bool,
+    pub range_cyclic: bool,
+    pub reason: WbReason,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum Pc {
+    #[default]
+    Idle,
+    Start,
+    NextWork,
+    Iterate,
+    NextInode,
+    Writing,
+}
+
+/// The inode being written by `__writeback_single_inode`.
+#[derive(Clone, Debug, Default)]
+struct InodeWb {
+    ino: InodeId,
+    chunk: i64,
+    nr_to_write: i64,
+    /// ext4_writepages range_cyclic: where this call started, and whether it
+    /// has wrapped to page 0.
+    start_index: u64,
+    cursor: u64,
+    cycled: bool,
+}
+
+#[derive(Default)]
+pub struct FlusherState {
+    pc: Pc,
+    /// The work item was queued again while it ran: run once more.
+    rerun: bool,
+    /// wb_do_writeback's position: 0 queued works, 1 start-all, 2 kupdate,
+    /// 3 background, 4 done.
+    stage: u8,
+    work: Option<WbWork>,
+    nr0: i64,
+    dirtied_before: u64,
+    /// writeback_sb_inodes: start jiffies and progress (pages + inodes).
+    sb_start: u64,
+    progress: i64,
+    written_total: i64,
+    inode: Option<InodeWb>,
+    /// A bio built during the current CPU burst, submitted when it ends.
+    pending_bio: Option<(InodeId, u64, u64)>,
+    wb: WbId,
+}
+
+impl Kernel {
+    fn writeback_interval_j(&self) -> u64 {
+        self.sc.vm.dirty_writeback_centisecs * self.hz() / 100
+    }
+
+    /// Queue the wb's work item to run at `at` unless it already runs
+    /// earlier (`queue_delayed_work` / `mod_delayed_work`).
+    fn wb_queue_dwork(&mut self, wb: WbId, at: Ns, modify: bool) {
+        let w = &mut self.wbs[wb];
+        if let Some(cur) = w.dwork_at {
+            if !modify || cur <= at {
+                return;
+            }
+        }
+        w.dwork_at = Some(at);
+        w.dwork_gen += 1;
+        let gen = w.dwork_gen;
+        self.q.schedule(at, Ev::WbWorkfn { wb, gen });
+    }
+
+    /// `wb_wakeup`: run the work item now.
+    pub fn wb_wakeup(&mut self, wb: WbId) {
+        let now = self.now();
+        self.wb_queue_dwork(wb, now, true);
+    }
+
+    /// `wb_wakeup_delayed`: run it `dirty_writeback_interval` from now.
+    pub fn wb_wakeup_delayed(&mut self, wb: WbId) {
+        let iv = self.sc.vm.dirty_writeback_centisecs * 10 * NSEC_PER_MSEC;
+        // msecs_to_jiffies then a timer on the jiffy wheel
+        let j = self.jiffies() + self.writeback_interval_j().max(if iv > 0 { 1 } else { 0 });
+        let at = self.jif.start_of(j);
+        self.wb_queue_dwork(wb, at, false);
+    }
+
+    /// `wb_start_background_writeback`.
+    pub fn wb_start_background_writeback(&mut self, wb: WbId, pid: Pid) {
+        if self.tracer.on.writeback_wake_background {
+            let name = self.wbs[wb].name.clone();
+            self.trace_line(
+                pid,
+                "writeback_wake_background",
+                format_args!("bdi {name}: cgroup_ino=1"),
+            );
+        }
+        self.wb_wakeup(wb);
+    }
+
+    pub fn wb_workfn_fire(&mut self, wb: WbId, gen: u64) {
+        if self.wbs[wb].dwork_gen != gen || self.wbs[wb].dwork_at.is_none() {
+            return;
+        }
+        self.wbs[wb].dwork_at = None;
+        let pid = self.wbs[wb].flusher;
+        let Some(crate::kernel::Body::Flusher(f)) = self.tasks[pid].body.as_mut() else {
+            return;
+        };
+        if f.pc == Pc::Idle {
+            f.pc = Pc::Start;
+            f.wb = wb;
+            self.wake_up_process(pid);
+        } else {
+            f.rerun = true;
+        }
+    }
+
+    fn trace_work(&mut self, pid: Pid, wb: WbId, ev: &'static str, w: &WbWork) {
+        let name = &self.wbs[wb].name;
+        let line = format!(
+            "bdi {}: sb_dev 0:0 nr_pages={} sync_mode={} kupdate={} range_cyclic={} background={} reason={} cgroup_ino=1",
+            name,
+            w.nr_pages,
+            w.sync_all as u8,
+            w.for_kupdate as u8,
+            w.range_cyclic as u8,
+            w.for_background as u8,
+            w.reason.name()
+        );
+        self.trace_line(pid, ev, format_args!("{line}"));
+    }
+
+    /// `get_nr_dirty_pages`: NR_FILE_DIRTY plus the dirty inodes.
+    fn get_nr_dirty_pages(&self) -> i64 {
+        let inodes = self
+            .inodes
+            .iter()
+            .filter(|i| i.i_state & I_DIRTY_PAGES != 0)
+            .count();
+        (self.vm.nr_dirty as usize + inodes) as i64
+    }
+
+    /// `writeback_chunk_size`.
+    fn writeback_chunk_size(&self, wb: WbId, work: &WbWork) -> i64 {
+        if work.sync_all {
+            return i64::MAX;
+        }
+        let min_wb = 4096 >> (crate::klib::ilog2(self.page_size()) - 10);
+        let mut pages = (self.wbs[wb].avg_write_bandwidth / 2).min(self.dom.dirty_limit / 8) as i64;
+        pages = pages.min(work.nr_pages);
+        (pages + min_wb) / min_wb * min_wb
+    }
+
+    /// `queue_io` and `move_expired_inodes`.
+    fn queue_io(&mut self, pid: Pid, wb: WbId, work: &WbWork, dirtied_before: u64) {
+        let w = &mut self.wbs[wb];
+        // b_io is empty here: b_more_io becomes b_io in order
+        while let Some(i) = w.b_more_io.pop_back() {
+            w.b_io.push_front(i);
+        }
+        let mut moved = 0;
+        while let Some(&i) = w.b_dirty.back() {
+            if self.inodes[i].dirtied_when > dirtied_before {
+                break;
+            }
+            w.b_dirty.pop_back();
+            w.b_io.push_front(i);
+            moved += 1;
+        }
+        for &i in w.b_io.iter() {
+            self.inodes[i].list = Some(WbList::Io);
+            self.inodes[i].i_state |= I_SYNC_QUEUED;
+        }
+        if self.tracer.on.writeback_queue_io {
+            let now = self.jiffies() as i64;
+            let age = self.jif.to_msecs(now - dirtied_before as i64);
+            let name = self.wbs[wb].name.clone();
+            self.trace_line(
+                pid,
+                "writeback_queue_io",
+                format_args!("bdi {name}: older={dirtied_before} age={age} enqueue={moved} reason={} cgroup_ino=1", work.reason.name()),
+            );
+        }
+    }
+
+    /// `requeue_inode` after an inode's turn.
+    fn requeue_inode(&mut self, ino: InodeId, nr_to_write: i64) {
+        let still_dirty = !self.inodes[ino].dirty.is_empty();
+        if still_dirty {
+            self.inodes[ino].i_state |= I_DIRTY_PAGES;
+            if nr_to_write <= 0 {
+                // requeue_io: head of b_more_io, dirtied_when unchanged
+                self.inode_list_move(ino, Some(WbList::MoreIo));
+            } else {
+                self.redirty_tail(ino);
+            }
+        } else {
+            self.inodes[ino].i_state &= !I_DIRTY_PAGES;
+            self.inode_list_move(ino, None);
+        }
+        self.inodes[ino].i_state &= !I_SYNC_QUEUED;
+    }
+
+    /// `redirty_tail_locked`: back to the head of b_dirty, keeping it sorted.
+    fn redirty_tail(&mut self, ino: InodeId) {
+        let wb = self.inodes[ino].wb;
+        if let Some(&newest) = self.wbs[wb].b_dirty.front() {
+            if self.inodes[ino].dirtied_when < self.inodes[newest].dirtied_when {
+                self.inodes[ino].dirtied_when = self.jiffies();
+            }
+        }
+        self.inode_list_move(ino, Some(WbList::Dirty));
+        self.inodes[ino].i_state &= !I_SYNC_QUEUED;
+    }
+
+    /// The flusher kworker's logic after each CPU burst.
+    pub fn flusher_step(&mut self, pid: Pid, f: &mut FlusherState) -> Action {
+        let wb = f.wb;
+        if let Some((ino, start, n)) = f.pending_bio.take() {
+            self.ext4_submit_pages(pid, ino, start, n);
+        }
+        let hz = self.hz();
+        loop {
+            match f.pc {
+                Pc::Idle => return Action::Block,
+                Pc::Start => {
+                    self.wbs[wb].writeback_running = true;
+                    f.stage = 0;
+                    f.written_total = 0;
+                    f.pc = Pc::NextWork;
+                }
+                Pc::NextWork => {
+                    let now = self.jiffies();
+                    let work = match f.stage {
+                        0 => match self.wbs[wb].work_list.pop_front() {
+                            Some(w) => Some(w),
+                            None => {
+                                f.stage = 1;
+                                None
+                            }
+                        },
+                        1 => {
+                            f.stage = 2;
+                            if self.wbs[wb].start_all {
+                                self.wbs[wb].start_all = false;
+                                Some(WbWork {
+                                    nr_pages: self.get_nr_dirty_pages(),
+                                    sync_all: false,
+                                    for_kupdate: false,
+                                    for_background: false,
+                                    range_cyclic: true,
+                                    reason: WbReason::Sync,
+                                })
+                            } else {
+                                None
+                            }
+                        }
+                        2 => {
+                            f.stage = 3;
+                            let iv = self.writeback_interval_j();
+                            if iv != 0 && now >= self.wbs[wb].last_old_flush + iv {
+                                self.wbs[wb].last_old_flush = now;
+                                let nr = self.get_nr_dirty_pages();
+                                (nr > 0).then_some(WbWork {
+                                    nr_pages: nr,
+                                    sync_all: false,
+                                    for_kupdate: true,
+                                    for_background: false,
+                                    range_cyclic: true,
+                                    reason: WbReason::Periodic,
+                                })
+                            } else {
+                                None
+                            }
+                        }
+                        3 => {
+                            f.stage = 4;
+                            if self.wb_over_bg_thresh(wb, pid) {
+                                Some(WbWork {
+                                    nr_pages: i64::MAX,
+                                    sync_all: false,
+                                    for_kupdate: false,
+                                    for_background: true,
+                                    range_cyclic: true,
+                                    reason: WbReason::Background,
+                                })
+                            } else {
+                                None
+                            }
+                        }
+                        _ => {
+                            // end of wb_do_writeback
+                            if self.tracer.on.writeback_pages_written {
+                                let n = f.written_total;
+                                self.trace_line(
+                                    pid,
+                                    "writeback_pages_written",
+                                    format_args!("{n}"),
+                                );
+                            }
+                            self.wbs[wb].writeback_running = false;
+                            if !self.wbs[wb].work_list.is_empty() {
+                                f.pc = Pc::Start;
+                                continue;
+                            }
+                            if self.wbs[wb].lists_nonempty() && self.writeback_interval_j() != 0 {
+                                self.wb_wakeup_delayed(wb);
+                            }
+                            if f.rerun {
+                                f.rerun = false;
+                                f.pc = Pc::Start;
+                                continue;
+                            }
+                            f.pc = Pc::Idle;
+                            return Action::Block;
+                        }
+                    };
+                    if let Some(w) = work {
+                        f.nr0 = w.nr_pages;
+                        f.dirtied_before = now;
+                        f.work = Some(w);
+                        f.pc = Pc::Iterate;
+                    }
+                }
+                Pc::Iterate => {
+                    // top of the wb_writeback loop
+                    let w = f.work.as_ref().expect("work");
+                    let yield_to_queued =
+                        (w.for_background || w.for_kupdate) && !self.wbs[wb].work_list.is_empty();
+                    let done = w.nr_pages <= 0
+                        || yield_to_queued
+                        || (w.for_background && !self.wb_over_bg_thresh(wb, pid));
+                    if done {
+                        let w = f.work.take().expect("work");
+                        f.written_total += f.nr0 - w.nr_pages;
+                        f.pc = Pc::NextWork;
+                        continue;
+                    }
+                    let now = self.jiffies();
+                    let w = f.work.as_ref().expect("work");
+                    if w.for_kupdate {
+                        f.dirtied_before =
+                            now.saturating_sub(self.sc.vm.dirty_expire_centisecs * hz / 100);
+                    } else if w.for_background {
+                        f.dirtied_before = now;
+                    }
+                    let w = w.clone();
+                    if self.tracer.on.writeback_start {
+                        self.trace_work(pid, wb, "writeback_start", &w);
+                    }
+                    if self.wbs[wb].b_io.is_empty() {
+                        self.queue_io(pid, wb, &w, f.dirtied_before);
+                    }
+                    f.sb_start = now;
+                    f.progress = 0;
+                    f.pc = Pc::NextInode;
+                }
+                Pc::NextInode => {
+                    let now = self.jiffies();
+                    let w = f.work.as_ref().expect("work");
+                    let stop = f.progress > 0 && (now > f.sb_start + hz / 10 || w.nr_pages <= 0);
+                    let next = if stop {
+                        None
+                    } else {
+                        self.wbs[wb].b_io.back().copied()
+                    };
+                    let Some(ino) = next else {
+                        // end of this wb_writeback iteration
+                        let w = f.work.clone().expect("work");
+                        if self.tracer.on.writeback_written {
+                            self.trace_work(pid, wb, "writeback_written", &w);
+                        }
+                        if f.progress > 0 || !self.wbs[wb].b_more_io.is_empty() {
+                            f.pc = Pc::Iterate;
+                        } else {
+                            let w = f.work.take().expect("work");
+                            f.written_total += f.nr0 - w.nr_pages;
+                            f.pc = Pc::NextWork;
+                        }
+                        continue;
+                    };
+                    self.wbs[wb].b_io.pop_back();
+                    self.inodes[ino].list = None;
+                    self.inodes[ino].i_state |= I_SYNC;
+                    let chunk = self.writeback_chunk_size(wb, w);
+                    self.wb_bandwidth_estimate_start(wb);
+                    let idx = self.inodes[ino].writeback_index;
+                    f.inode = Some(InodeWb {
+                        ino,
+                        chunk,
+                        nr_to_write: chunk,
+                        start_index: idx,
+                        cursor: idx,
+                        cycled: idx == 0,
+                    });
+                    f.pc = Pc::Writing;
+                }
+                Pc::Writing => {
+                    let iw = f.inode.as_mut().expect("inode");
+                    if iw.nr_to_write > 0 {
+                        if let Some((start, n)) = self.ext4_next_run(
+                            iw.ino,
+                            iw.cursor,
+                            iw.nr_to_write as u64,
+                            iw.cycled,
+                            iw.start_index,
+                        ) {
+                            iw.cursor = start + n;
+                            iw.nr_to_write -= n as i64;
+                            self.start_writeback_range(iw.ino, n);
+                            f.pending_bio = Some((iw.ino, start, n));
+                            let c = &self.sc.machine.cost;
+                            return Action::Cpu {
+                                user: 0,
+                                sys: n * c.writeback_per_page + c.bio_submit,
+                            };
+                        }
+                        if !iw.cycled {
+                            // ext4_writepages range_cyclic: wrap to 0 once
+                            iw.cycled = true;
+                            iw.cursor = 0;
+                            continue;
+                        }
+                    }
+                    // end of ->writepages for this inode
+                    let iw = f.inode.take().expect("inode");
+                    self.inodes[iw.ino].writeback_index = iw.cursor;
+                    if self.jiffies()
+                        > self.wbs[wb].bw_time_stamp
+                            + crate::mm::page_writeback::max_pause_jiffies(hz)
+                    {
+                        self.wb_update_bandwidth(wb, pid);
+                    }
+                    let wrote = iw.chunk - iw.nr_to_write;
+                    let w = f.work.as_mut().expect("work");
+                    w.nr_pages -= wrote;
+                    f.progress += wrote;
+                    if self.inodes[iw.ino].dirty.is_empty() {
+                        f.progress += 1;
+                    }
+                    self.inodes[iw.ino].i_state &= !I_SYNC;
+                    self.requeue_inode(iw.ino, iw.nr_to_write);
+                    f.pc = Pc::NextInode;
+                }
+            }
+        }
+    }
+}

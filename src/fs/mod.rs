@@ -1,0 +1,158 @@
+//! Filesystems, inodes and the flusher. `fs_writeback` is the flusher
+//! (fs/fs-writeback.c); `ext4` is the filesystem model (block allocation and
+//! ->writepages); this file holds the VFS-level inode and superblock.
+
+pub mod ext4;
+pub mod fs_writeback;
+
+use crate::kernel::{InodeId, Kernel, WbId};
+use crate::mm::backing_dev::Wb;
+use crate::mm::filemap::RangeSet;
+
+pub const I_DIRTY_PAGES: u32 = 1 << 2;
+pub const I_SYNC: u32 = 1 << 7;
+pub const I_SYNC_QUEUED: u32 = 1 << 17;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WbList {
+    Dirty,
+    Io,
+    MoreIo,
+}
+
+pub struct Inode {
+    pub ino: u64,
+    pub sb: usize,
+    pub wb: WbId,
+    /// Pages from 0 to the end of the file's data.
+    pub nr_pages_span: u64,
+    /// Pages in the page cache.
+    pub nr_cached: u64,
+    pub dirty: RangeSet,
+    pub nr_writeback: u64,
+    pub i_state: u32,
+    /// Jiffies when the inode went clean → dirty.
+    pub dirtied_when: u64,
+    pub writeback_index: u64,
+    pub list: Option<WbList>,
+    /// Allocated extents: (first page, pages, first sector). Delalloc: blocks
+    /// are allocated at writeback time.
+    pub extents: Vec<(u64, u64, u64)>,
+}
+
+pub struct SuperBlock {
+    pub name: String,
+    pub dev: usize,
+    pub wb: WbId,
+    /// `s_dev` (major, minor).
+    pub s_dev: (u32, u32),
+    /// Largest folio a buffered write creates, in pages.
+    pub max_folio_pages: u64,
+    /// Next free sector (a simple bump allocator; see `ext4`).
+    pub alloc_cursor: u64,
+    pub next_ino: u64,
+}
+
+impl Kernel {
+    /// Mount each filesystem: a superblock, and a wb with its flusher for
+    /// its device's bdi.
+    pub fn fs_init(&mut self) {
+        let ps = self.page_size();
+        for (i, f) in self.sc.filesystems.clone().iter().enumerate() {
+            let (major, minor) = (
+                self.sc.devices[f.device].major,
+                self.sc.devices[f.device].minor,
+            );
+            let name = format!("{major}:{minor}");
+            let now = self.jiffies();
+            let wb_id = self.wbs.len();
+            self.wbs
+                .push(Wb::new(name, f.device, (major, minor), now, ps));
+            let comm = format!("kworker/u{}:{}", 2 * self.sc.machine.cpus, i + 1);
+            let flusher = self.new_task(comm, crate::kernel::Body::Flusher(Box::default()), None);
+            self.wbs[wb_id].flusher = flusher;
+            self.sbs.push(SuperBlock {
+                name: f.name.clone(),
+                dev: f.device,
+                wb: wb_id,
+                s_dev: (major, minor),
+                max_folio_pages: (f.max_folio / ps).max(1),
+                alloc_cursor: 2048,
+                next_ino: 12,
+            });
+        }
+    }
+
+    /// Create a regular file on `sb`.
+    pub fn create_inode(&mut self, sb: usize) -> InodeId {
+        let s = &mut self.sbs[sb];
+        let ino = s.next_ino;
+        s.next_ino += 1;
+        self.inodes.push(Inode {
+            ino,
+            sb,
+            wb: s.wb,
+            nr_pages_span: 0,
+            nr_cached: 0,
+            dirty: RangeSet::default(),
+            nr_writeback: 0,
+            i_state: 0,
+            dirtied_when: 0,
+            writeback_index: 0,
+            list: None,
+            extents: Vec::new(),
+        });
+        self.inodes.len() - 1
+    }
+
+    /// `__mark_inode_dirty(inode, I_DIRTY_PAGES)`: the first dirtying puts
+    /// the inode at the head of b_dirty and, if the wb had no dirty IO,
+    /// arms the periodic flusher run.
+    pub fn mark_inode_dirty_pages(&mut self, ino: InodeId) {
+        let inode = &mut self.inodes[ino];
+        if inode.i_state & I_DIRTY_PAGES != 0 {
+            return;
+        }
+        let was_dirty = inode.i_state & I_DIRTY_PAGES != 0;
+        inode.i_state |= I_DIRTY_PAGES;
+        if was_dirty || inode.i_state & (I_SYNC_QUEUED | I_SYNC) != 0 {
+            // being written: requeue_inode will place it
+            return;
+        }
+        inode.dirtied_when = self.jif.at(self.q.now());
+        let wb = inode.wb;
+        self.inode_list_move(ino, Some(WbList::Dirty));
+        if !self.wbs[wb].has_dirty_io {
+            self.wbs[wb].has_dirty_io = true;
+            self.wb_wakeup_delayed(wb);
+        }
+    }
+
+    /// Move an inode to the head of a list (or off all lists).
+    pub fn inode_list_move(&mut self, ino: InodeId, to: Option<WbList>) {
+        let wb = self.inodes[ino].wb;
+        if let Some(from) = self.inodes[ino].list {
+            let l = self.wb_list(wb, from);
+            if let Some(pos) = l.iter().rposition(|&i| i == ino) {
+                l.remove(pos);
+            }
+        }
+        self.inodes[ino].list = to;
+        if let Some(to) = to {
+            self.wb_list(wb, to).push_front(ino);
+        }
+        let w = &mut self.wbs[wb];
+        if !w.lists_nonempty() {
+            w.has_dirty_io = false;
+        }
+    }
+
+    pub fn wb_list(&mut self, wb: WbId, l: WbList) -> &mut std::collections::VecDeque<InodeId> {
+        let w = &mut self.wbs[wb];
+        match l {
+            WbList::Dirty => &mut w.b_dirty,
+            WbList::Io => &mut w.b_io,
+            WbList::MoreIo => &mut w.b_more_io,
+        }
+    }
+}

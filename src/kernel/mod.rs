@@ -1,0 +1,267 @@
+//! The simulated machine: one struct holding the kernel's state, the event
+//! loop that drives it, and process scheduling (kernel/sched). The mechanisms
+//! live where the kernel keeps them: `mm::page_writeback`,
+//! `fs::fs_writeback`, `block::*`, `drivers::*`, as `impl Kernel` blocks.
+
+pub mod sched;
+
+use crate::block::{Bio, BlockDev};
+use crate::fs::fs_writeback::FlusherState;
+use crate::fs::{Inode, SuperBlock};
+use crate::metrics::Recorder;
+use crate::mm::backing_dev::Wb;
+use crate::mm::page_writeback::WbDomain;
+use crate::mm::vmstat::VmStat;
+use crate::scenario::Scenario;
+use crate::sim::{EventQueue, Jiffies, Ns, Prng};
+use crate::trace::Tracer;
+use crate::workload::dd::DdWriter;
+use sched::Cpu;
+use std::collections::VecDeque;
+
+pub type Pid = usize;
+pub type WbId = usize;
+pub type InodeId = usize;
+pub type DevId = usize;
+pub type BioId = usize;
+
+/// Everything that can happen at a point in simulated time.
+#[derive(Clone, Copy, Debug)]
+pub enum Ev {
+    /// A CPU's current slice ends (stale if `gen` moved on).
+    CpuSlice { cpu: usize, gen: u64 },
+    /// A sleeping task's timer fires (stale if the task's `gen` moved on).
+    Wake { pid: Pid, gen: u64 },
+    /// The wb's writeback work item runs (`wb_workfn` queued on a workqueue).
+    WbWorkfn { wb: WbId, gen: u64 },
+    /// The fprop aging timer (`writeout_period`).
+    WriteoutPeriod,
+    /// `wb->bw_dwork`: delayed bandwidth update after an inode's writeback ends.
+    BwDwork { wb: WbId },
+    /// blk-throttle releases a bio to the device's queue.
+    ThrotlDispatch { bio: BioId },
+    /// A disk-model device finishes its current transfer.
+    DiskXfer { dev: DevId },
+    /// Periodic sampling of counters for the summary.
+    Sample,
+    /// The end of the run.
+    End,
+}
+
+/// What a task does next after a CPU burst.
+#[derive(Clone, Copy, Debug)]
+pub enum Action {
+    /// Keep running for this much more CPU time (user ns, system ns).
+    Cpu { user: Ns, sys: Ns },
+    /// Sleep until an absolute time (a timer: schedule_timeout).
+    SleepUntil(Ns),
+    /// Sleep until somebody wakes the task explicitly.
+    Block,
+    /// The task exits.
+    Exit,
+}
+
+pub enum Body {
+    Dd(Box<DdWriter>),
+    Flusher(Box<FlusherState>),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunState {
+    Sleeping,
+    Runnable,
+    Running,
+    Dead,
+}
+
+pub struct Task {
+    pub pid: u32,
+    pub comm: String,
+    pub body: Option<Body>,
+    pub state: RunState,
+    pub cpu: usize,
+    pub gen: u64,
+    /// CPU time still owed to the current burst, and its user share.
+    pub burst_left: Ns,
+    pub burst_user_left: Ns,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+    pub utime: Ns,
+    pub stime: Ns,
+    // task_struct's dirty-throttling fields
+    pub nr_dirtied: u64,
+    pub nr_dirtied_pause: u64,
+    pub dirty_paused_when: u64,
+    /// Inside a sleeping balance_dirty_pages() call.
+    pub bdp: Option<crate::mm::page_writeback::BdpCall>,
+    /// Bytes written by write(2) (/proc/PID/io wchar).
+    pub wchar: u64,
+    pub job: Option<usize>,
+}
+
+pub struct Kernel {
+    pub sc: Scenario,
+    pub q: EventQueue<Ev>,
+    pub jif: Jiffies,
+    pub rng: Prng,
+    pub vm: VmStat,
+    pub dom: WbDomain,
+    pub wbs: Vec<Wb>,
+    pub inodes: Vec<Inode>,
+    pub sbs: Vec<SuperBlock>,
+    pub devs: Vec<BlockDev>,
+    pub bios: Vec<Option<Bio>>,
+    pub free_bios: Vec<BioId>,
+    pub tasks: Vec<Task>,
+    pub cpus: Vec<Cpu>,
+    pub runqueue: VecDeque<Pid>,
+    pub tracer: Tracer,
+    pub rec: Recorder,
+    pub end: Ns,
+    pub ended: bool,
+}
+
+impl Kernel {
+    pub fn now(&self) -> Ns {
+        self.q.now()
+    }
+    pub fn jiffies(&self) -> u64 {
+        self.jif.at(self.q.now())
+    }
+    pub fn hz(&self) -> u64 {
+        self.jif.hz
+    }
+    pub fn page_size(&self) -> u64 {
+        self.sc.machine.page_size
+    }
+
+    /// Build the machine described by `sc`: memory, devices, filesystems,
+    /// flushers and the jobs' tasks. Nothing runs until `run`.
+    pub fn new(sc: Scenario, tracer: Tracer) -> Kernel {
+        let jif = Jiffies { hz: sc.machine.hz };
+        let ncpu = sc.machine.cpus as usize;
+        let mut k = Kernel {
+            q: EventQueue::new(),
+            jif,
+            rng: Prng::new(sc.run.seed),
+            vm: VmStat::default(),
+            dom: WbDomain::default(),
+            wbs: Vec::new(),
+            inodes: Vec::new(),
+            sbs: Vec::new(),
+            devs: Vec::new(),
+            bios: Vec::new(),
+            free_bios: Vec::new(),
+            tasks: Vec::new(),
+            cpus: (0..ncpu).map(|_| Cpu::default()).collect(),
+            runqueue: VecDeque::new(),
+            tracer,
+            rec: Recorder::default(),
+            end: sc.run.duration,
+            ended: false,
+            sc,
+        };
+        k.mm_init();
+        k.block_init();
+        k.fs_init();
+        k.workload_init();
+        k.q.schedule(0, Ev::Sample);
+        k.q.schedule(k.end, Ev::End);
+        k
+    }
+
+    pub fn new_task(&mut self, comm: String, body: Body, job: Option<usize>) -> Pid {
+        let idx = self.tasks.len();
+        let pid = match body {
+            Body::Flusher(_) => 200 + idx as u32,
+            Body::Dd(_) => 1000 + idx as u32,
+        };
+        let cpu = idx % self.cpus.len();
+        self.tasks.push(Task {
+            pid,
+            comm,
+            body: Some(body),
+            state: RunState::Sleeping,
+            cpu,
+            gen: 0,
+            burst_left: 0,
+            burst_user_left: 0,
+            nvcsw: 0,
+            nivcsw: 0,
+            utime: 0,
+            stime: 0,
+            nr_dirtied: 0,
+            // kernel/fork.c: 128 KiB worth of pages
+            nr_dirtied_pause: 128 >> (crate::klib::ilog2(self.sc.machine.page_size) - 10),
+            dirty_paused_when: 0,
+            bdp: None,
+            wchar: 0,
+            job,
+        });
+        idx
+    }
+
+    /// Run one event. Returns false when the run is over.
+    pub fn step(&mut self) -> bool {
+        let Some((_, ev)) = self.q.pop() else {
+            return false;
+        };
+        match ev {
+            Ev::CpuSlice { cpu, gen } => self.cpu_slice_end(cpu, gen),
+            Ev::Wake { pid, gen } => {
+                if self.tasks[pid].gen == gen && self.tasks[pid].state == RunState::Sleeping {
+                    self.wake_up_process(pid);
+                }
+            }
+            Ev::WbWorkfn { wb, gen } => self.wb_workfn_fire(wb, gen),
+            Ev::WriteoutPeriod => self.writeout_period(),
+            Ev::BwDwork { wb } => self.wb_update_bandwidth_dwork(wb),
+            Ev::ThrotlDispatch { bio } => self.blk_throtl_dispatch(bio),
+            Ev::DiskXfer { dev } => self.disk_xfer_done(dev),
+            Ev::Sample => {
+                self.sample();
+                let next = self.now() + self.sc.run.sample_interval;
+                if next < self.end {
+                    self.q.schedule(next, Ev::Sample);
+                }
+            }
+            Ev::End => {
+                self.sample();
+                self.ended = true;
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Run to the end; `progress` is called now and then with the simulated time.
+    pub fn run(&mut self, mut progress: impl FnMut(Ns, Ns)) {
+        let mut n = 0u64;
+        while self.step() {
+            n += 1;
+            if n.is_multiple_of(65536) {
+                progress(self.now(), self.end);
+            }
+        }
+    }
+
+    pub fn events_simulated(&self) -> u64 {
+        self.q.events_popped()
+    }
+
+    pub fn alloc_bio(&mut self, bio: Bio) -> BioId {
+        if let Some(id) = self.free_bios.pop() {
+            self.bios[id] = Some(bio);
+            id
+        } else {
+            self.bios.push(Some(bio));
+            self.bios.len() - 1
+        }
+    }
+
+    pub fn free_bio(&mut self, id: BioId) -> Bio {
+        let b = self.bios[id].take().expect("bio freed twice");
+        self.free_bios.push(id);
+        b
+    }
+}

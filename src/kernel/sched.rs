@@ -1,0 +1,168 @@
+//! CPUs and the run queue (kernel/sched). A deliberately small model: one
+//! FIFO run queue, `machine.cpus` cores, round-robin slices of
+//! `machine.cost.sched_slice`. A task that blocks counts a voluntary context
+//! switch; a task whose slice ends while others wait is preempted and counts
+//! an involuntary one, as in /proc/PID/status.
+
+use super::{Action, Ev, Kernel, Pid, RunState};
+use crate::sim::Ns;
+
+#[derive(Default, Clone, Debug)]
+pub struct Cpu {
+    pub cur: Option<Pid>,
+    pub gen: u64,
+    pub slice: Ns,
+    pub busy_ns: Ns,
+}
+
+impl Kernel {
+    /// Ask for `user + sys` ns of CPU for `pid`; the task's `step` runs when
+    /// the burst is done.
+    fn cpu_request(&mut self, pid: Pid, user: Ns, sys: Ns) {
+        let t = &mut self.tasks[pid];
+        t.burst_left = user + sys;
+        t.burst_user_left = user;
+        t.state = RunState::Runnable;
+        // prefer the CPU the task last ran on (cache affinity), else any idle
+        let last = t.cpu;
+        let cpu = if self.cpus[last].cur.is_none() {
+            Some(last)
+        } else {
+            self.cpus.iter().position(|c| c.cur.is_none())
+        };
+        match cpu {
+            Some(c) => self.dispatch(c, pid),
+            None => self.runqueue.push_back(pid),
+        }
+    }
+
+    fn dispatch(&mut self, cpu: usize, pid: Pid) {
+        let slice = self.tasks[pid]
+            .burst_left
+            .min(self.sc.machine.cost.sched_slice)
+            .max(1);
+        let c = &mut self.cpus[cpu];
+        c.cur = Some(pid);
+        c.gen += 1;
+        c.slice = slice;
+        let gen = c.gen;
+        let t = &mut self.tasks[pid];
+        t.state = RunState::Running;
+        t.cpu = cpu;
+        let at = self.q.now() + slice;
+        self.q.schedule(at, Ev::CpuSlice { cpu, gen });
+    }
+
+    fn schedule_next(&mut self, cpu: usize) {
+        self.cpus[cpu].cur = None;
+        if let Some(next) = self.runqueue.pop_front() {
+            self.dispatch(cpu, next);
+        }
+    }
+
+    pub(super) fn cpu_slice_end(&mut self, cpu: usize, gen: u64) {
+        if self.cpus[cpu].gen != gen {
+            return;
+        }
+        let Some(pid) = self.cpus[cpu].cur else {
+            return;
+        };
+        let slice = self.cpus[cpu].slice;
+        self.cpus[cpu].busy_ns += slice;
+        {
+            let t = &mut self.tasks[pid];
+            let user = slice.min(t.burst_user_left);
+            t.burst_user_left -= user;
+            t.utime += user;
+            t.stime += slice - user;
+            t.burst_left -= slice;
+        }
+        if self.tasks[pid].burst_left > 0 {
+            if self.runqueue.is_empty() {
+                self.dispatch(cpu, pid);
+            } else {
+                self.tasks[pid].nivcsw += 1;
+                self.tasks[pid].state = RunState::Runnable;
+                self.runqueue.push_back(pid);
+                self.schedule_next(cpu);
+            }
+            return;
+        }
+        // The burst is done: the task's logic continues on this CPU.
+        let action = self.task_step(pid);
+        self.apply_action(pid, cpu, action);
+    }
+
+    fn apply_action(&mut self, pid: Pid, cpu: usize, action: Action) {
+        match action {
+            Action::Cpu { user, sys } => {
+                let t = &mut self.tasks[pid];
+                t.burst_left = (user + sys).max(1);
+                t.burst_user_left = user;
+                // Continue on the same CPU: no switch (slices are per burst).
+                self.dispatch(cpu, pid);
+            }
+            Action::SleepUntil(at) => {
+                let t = &mut self.tasks[pid];
+                t.state = RunState::Sleeping;
+                t.nvcsw += 1;
+                t.gen += 1;
+                let gen = t.gen;
+                self.q.schedule(at.max(self.q.now()), Ev::Wake { pid, gen });
+                self.schedule_next(cpu);
+            }
+            Action::Block => {
+                let t = &mut self.tasks[pid];
+                t.state = RunState::Sleeping;
+                t.nvcsw += 1;
+                t.gen += 1;
+                self.schedule_next(cpu);
+            }
+            Action::Exit => {
+                self.tasks[pid].state = RunState::Dead;
+                self.schedule_next(cpu);
+            }
+        }
+    }
+
+    /// `wake_up_process`: a sleeping task becomes runnable and pays the
+    /// wakeup/switch cost before its logic continues.
+    pub fn wake_up_process(&mut self, pid: Pid) {
+        if self.tasks[pid].state != RunState::Sleeping {
+            return;
+        }
+        self.tasks[pid].gen += 1;
+        let w = self.sc.machine.cost.wakeup;
+        self.cpu_request(pid, 0, w);
+    }
+
+    /// Start a task that has never run.
+    pub fn start_task(&mut self, pid: Pid) {
+        self.wake_up_process(pid);
+    }
+
+    /// Dispatch a finished burst to the task's own logic.
+    fn task_step(&mut self, pid: Pid) -> Action {
+        if self.ended {
+            return Action::Block;
+        }
+        let body = self.tasks[pid].body.take().expect("task body in use");
+        let (body, action) = match body {
+            super::Body::Dd(mut d) => {
+                let a = self.dd_step(pid, &mut d);
+                (super::Body::Dd(d), a)
+            }
+            super::Body::Flusher(mut f) => {
+                let a = self.flusher_step(pid, &mut f);
+                (super::Body::Flusher(f), a)
+            }
+        };
+        self.tasks[pid].body = Some(body);
+        action
+    }
+
+    /// Is `pid` currently waiting for an explicit wakeup (not a timer)?
+    pub fn is_blocked(&self, pid: Pid) -> bool {
+        self.tasks[pid].state == RunState::Sleeping
+    }
+}

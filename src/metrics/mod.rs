@@ -1,0 +1,420 @@
+//! Metrics: one code path that turns observations (a parsed trace, counter
+//! samples, per-task and per-device snapshots) into `summary.json`. The
+//! simulator fills `Observations` from its own state; live mode fills the
+//! same structure from tracefs and /proc, so both sides are measured alike.
+
+use crate::kernel::{Kernel, RunState};
+use crate::sim::{Ns, NSEC_PER_SEC};
+use crate::trace::Record;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VmSample {
+    pub t: Ns,
+    pub nr_dirty: u64,
+    pub nr_writeback: u64,
+    pub nr_dirtied: u64,
+    pub nr_written: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct TaskSnap {
+    pub wchar: u64,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+    pub utime: Ns,
+    pub stime: Ns,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct TaskObs {
+    pub comm: String,
+    pub pid: u32,
+    pub job: Option<String>,
+    pub start: TaskSnap,
+    pub end: TaskSnap,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct DevSnap {
+    pub write_ios: u64,
+    pub write_merges: u64,
+    pub write_sectors: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct DevObs {
+    pub name: String,
+    pub start: DevSnap,
+    pub end: DevSnap,
+}
+
+/// Everything the summary is computed from.
+#[derive(Clone, Debug, Default)]
+pub struct Observations {
+    pub scenario: String,
+    pub seed: u64,
+    pub dirty_throttle: String,
+    pub duration: Ns,
+    pub window: (Ns, Ns),
+    pub page_size: u64,
+    pub samples: Vec<VmSample>,
+    pub tasks: Vec<TaskObs>,
+    pub devices: Vec<DevObs>,
+    pub trace: Vec<Record>,
+    pub events_simulated: Option<u64>,
+}
+
+/// Records kept while the simulation runs.
+#[derive(Default)]
+pub struct Recorder {
+    pub samples: Vec<VmSample>,
+    pub task_start: BTreeMap<usize, TaskSnap>,
+    pub dev_start: Vec<DevSnap>,
+    pub window_started: bool,
+}
+
+impl Kernel {
+    fn task_snap(&self, i: usize) -> TaskSnap {
+        let t = &self.tasks[i];
+        TaskSnap {
+            wchar: t.wchar,
+            nvcsw: t.nvcsw,
+            nivcsw: t.nivcsw,
+            utime: t.utime,
+            stime: t.stime,
+        }
+    }
+
+    fn dev_snap(&self, i: usize) -> DevSnap {
+        let s = &self.devs[i].stat;
+        DevSnap {
+            write_ios: s.write_ios,
+            write_merges: s.write_merges,
+            write_sectors: s.write_sectors,
+        }
+    }
+
+    /// Periodic sample; the first one at or after the warmup also takes the
+    /// window-start snapshots.
+    pub fn sample(&mut self) {
+        let now = self.now();
+        self.rec.samples.push(VmSample {
+            t: now,
+            nr_dirty: self.vm.nr_dirty,
+            nr_writeback: self.vm.nr_writeback,
+            nr_dirtied: self.vm.nr_dirtied,
+            nr_written: self.vm.nr_written,
+        });
+        if !self.rec.window_started && now >= self.sc.run.warmup {
+            self.rec.window_started = true;
+            self.rec.task_start = (0..self.tasks.len())
+                .map(|i| (i, self.task_snap(i)))
+                .collect();
+            self.rec.dev_start = (0..self.devs.len()).map(|i| self.dev_snap(i)).collect();
+        }
+    }
+
+    /// Gather observations at the end of the run. `trace` is the parsed
+    /// trace text (the same parser live mode uses).
+    pub fn observations(&self, trace: Vec<Record>) -> Observations {
+        let tasks = (0..self.tasks.len())
+            .filter(|&i| self.tasks[i].job.is_some() || self.tasks[i].state != RunState::Dead)
+            .map(|i| {
+                let t = &self.tasks[i];
+                TaskObs {
+                    comm: t.comm.clone(),
+                    pid: t.pid,
+                    job: t.job.map(|j| self.sc.jobs[j].name.clone()),
+                    start: self.rec.task_start.get(&i).cloned().unwrap_or_default(),
+                    end: self.task_snap(i),
+                }
+            })
+            .collect();
+        let devices = (0..self.devs.len())
+            .map(|i| DevObs {
+                name: self.devs[i].name.clone(),
+                start: self.rec.dev_start.get(i).cloned().unwrap_or_default(),
+                end: self.dev_snap(i),
+            })
+            .collect();
+        Observations {
+            scenario: self.sc.name.clone(),
+            seed: self.sc.run.seed,
+            dirty_throttle: self.sc.run.dirty_throttle.name().into(),
+            duration: self.sc.run.duration,
+            window: (self.sc.run.warmup, self.sc.run.duration),
+            page_size: self.page_size(),
+            samples: self.rec.samples.clone(),
+            tasks,
+            devices,
+            trace,
+            events_simulated: Some(self.events_simulated()),
+        }
+    }
+}
+
+// ---- the summary -------------------------------------------------------------
+
+/// Percentile with linear interpolation between closest ranks (numpy's
+/// default, and the host rig's analysis).
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let k = (sorted.len() - 1) as f64 * p;
+    let i = k.floor() as usize;
+    let j = (i + 1).min(sorted.len() - 1);
+    sorted[i] + (sorted[j] - sorted[i]) * (k - i as f64)
+}
+
+fn r3(x: f64) -> f64 {
+    if x.is_finite() {
+        (x * 1000.0).round() / 1000.0
+    } else {
+        0.0
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Default, PartialEq)]
+pub struct Pct {
+    pub p10: f64,
+    pub p50: f64,
+    pub p90: f64,
+}
+
+impl Pct {
+    pub fn of(mut v: Vec<f64>) -> Pct {
+        v.sort_by(|a, b| a.total_cmp(b));
+        Pct {
+            p10: r3(percentile(&v, 0.1)),
+            p50: r3(percentile(&v, 0.5)),
+            p90: r3(percentile(&v, 0.9)),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Default, PartialEq)]
+pub struct Spread {
+    pub min: f64,
+    pub p50: f64,
+    pub mean: f64,
+    pub max: f64,
+}
+
+impl Spread {
+    pub fn of(mut v: Vec<f64>) -> Spread {
+        if v.is_empty() {
+            return Spread::default();
+        }
+        v.sort_by(|a, b| a.total_cmp(b));
+        Spread {
+            min: r3(v[0]),
+            p50: r3(percentile(&v, 0.5)),
+            mean: r3(v.iter().sum::<f64>() / v.len() as f64),
+            max: r3(v[v.len() - 1]),
+        }
+    }
+}
+
+#[derive(Serialize, Debug)]
+pub struct Window {
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+#[derive(Serialize, Debug)]
+pub struct JobSummary {
+    pub name: String,
+    pub tasks: usize,
+    pub aggregate_mib_s: f64,
+    pub per_task_mib_s: Spread,
+    pub voluntary_cs_per_task_s: Spread,
+    pub involuntary_cs_per_task_s: Spread,
+    /// CPU seconds per second, summed over the job's tasks.
+    pub cpu_user: f64,
+    pub cpu_system: f64,
+}
+
+#[derive(Serialize, Debug)]
+pub struct DevSummary {
+    pub name: String,
+    pub write_mib_s: f64,
+    pub write_iops: f64,
+    pub avg_request_kib: f64,
+    pub write_merges_s: f64,
+}
+
+#[derive(Serialize, Debug)]
+pub struct EventSummary {
+    pub count: usize,
+    pub per_s: f64,
+    pub fields: BTreeMap<String, Pct>,
+}
+
+#[derive(Serialize, Debug)]
+pub struct Summary {
+    pub scenario: String,
+    pub seed: u64,
+    pub dirty_throttle: String,
+    pub duration_s: f64,
+    pub window: Window,
+    pub dirtying_mib_s: f64,
+    pub jobs: Vec<JobSummary>,
+    pub devices: Vec<DevSummary>,
+    /// Global dirty pages (nr_dirty + nr_writeback), sampled.
+    pub dirty_pages: Pct,
+    pub nr_dirty: Pct,
+    pub nr_writeback: Pct,
+    /// Voluntary context switches per task per second, all job tasks.
+    pub voluntary_cs_per_task_s: Spread,
+    pub involuntary_cs_per_task_s: Spread,
+    pub trace: BTreeMap<String, EventSummary>,
+    pub events_simulated: Option<u64>,
+}
+
+const MIB: f64 = 1048576.0;
+
+impl Summary {
+    pub fn compute(o: &Observations) -> Summary {
+        let (w0, w1) = o.window;
+        let win_s = (w1 - w0) as f64 / NSEC_PER_SEC as f64;
+        let per_s = |d: u64| if win_s > 0.0 { d as f64 / win_s } else { 0.0 };
+        let mut jobs: Vec<JobSummary> = Vec::new();
+        let mut names: Vec<String> = Vec::new();
+        for t in &o.tasks {
+            if let Some(j) = &t.job {
+                if !names.contains(j) {
+                    names.push(j.clone());
+                }
+            }
+        }
+        let mut all_v = Vec::new();
+        let mut all_iv = Vec::new();
+        let mut total = 0.0;
+        for name in names {
+            let ts: Vec<&TaskObs> = o
+                .tasks
+                .iter()
+                .filter(|t| t.job.as_ref() == Some(&name))
+                .collect();
+            let rate: Vec<f64> = ts
+                .iter()
+                .map(|t| per_s(t.end.wchar - t.start.wchar) / MIB)
+                .collect();
+            let v: Vec<f64> = ts
+                .iter()
+                .map(|t| per_s(t.end.nvcsw - t.start.nvcsw))
+                .collect();
+            let iv: Vec<f64> = ts
+                .iter()
+                .map(|t| per_s(t.end.nivcsw - t.start.nivcsw))
+                .collect();
+            let user: u64 = ts.iter().map(|t| t.end.utime - t.start.utime).sum();
+            let sys: u64 = ts.iter().map(|t| t.end.stime - t.start.stime).sum();
+            let agg: f64 = rate.iter().sum();
+            total += agg;
+            all_v.extend(v.iter().copied());
+            all_iv.extend(iv.iter().copied());
+            jobs.push(JobSummary {
+                name,
+                tasks: ts.len(),
+                aggregate_mib_s: r3(agg),
+                per_task_mib_s: Spread::of(rate),
+                voluntary_cs_per_task_s: Spread::of(v),
+                involuntary_cs_per_task_s: Spread::of(iv),
+                cpu_user: r3(per_s(user) / NSEC_PER_SEC as f64),
+                cpu_system: r3(per_s(sys) / NSEC_PER_SEC as f64),
+            });
+        }
+        let devices = o
+            .devices
+            .iter()
+            .map(|d| {
+                let ios = d.end.write_ios - d.start.write_ios;
+                let sec = d.end.write_sectors - d.start.write_sectors;
+                DevSummary {
+                    name: d.name.clone(),
+                    write_mib_s: r3(per_s(sec * 512) / MIB),
+                    write_iops: r3(per_s(ios)),
+                    avg_request_kib: r3(if ios > 0 {
+                        sec as f64 / 2.0 / ios as f64
+                    } else {
+                        0.0
+                    }),
+                    write_merges_s: r3(per_s(d.end.write_merges - d.start.write_merges)),
+                }
+            })
+            .collect();
+        let inwin: Vec<&VmSample> = o
+            .samples
+            .iter()
+            .filter(|s| s.t >= w0 && s.t <= w1)
+            .collect();
+        let mut trace = BTreeMap::new();
+        let recs: Vec<&Record> = o
+            .trace
+            .iter()
+            .filter(|r| r.ts >= w0 && r.ts <= w1)
+            .collect();
+        let mut evnames: Vec<&str> = recs.iter().map(|r| r.event.as_str()).collect();
+        evnames.sort();
+        evnames.dedup();
+        for ev in evnames {
+            let rs: Vec<&&Record> = recs.iter().filter(|r| r.event == ev).collect();
+            let mut fields: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+            for r in &rs {
+                for (k, v) in &r.fields {
+                    fields.entry(k.clone()).or_default().push(*v as f64);
+                }
+            }
+            trace.insert(
+                ev.to_string(),
+                EventSummary {
+                    count: rs.len(),
+                    per_s: r3(per_s(rs.len() as u64)),
+                    fields: fields.into_iter().map(|(k, v)| (k, Pct::of(v))).collect(),
+                },
+            );
+        }
+        Summary {
+            scenario: o.scenario.clone(),
+            seed: o.seed,
+            dirty_throttle: o.dirty_throttle.clone(),
+            duration_s: r3(o.duration as f64 / NSEC_PER_SEC as f64),
+            window: Window {
+                start_s: r3(w0 as f64 / NSEC_PER_SEC as f64),
+                end_s: r3(w1 as f64 / NSEC_PER_SEC as f64),
+            },
+            dirtying_mib_s: r3(total),
+            jobs,
+            devices,
+            dirty_pages: Pct::of(
+                inwin
+                    .iter()
+                    .map(|s| (s.nr_dirty + s.nr_writeback) as f64)
+                    .collect(),
+            ),
+            nr_dirty: Pct::of(inwin.iter().map(|s| s.nr_dirty as f64).collect()),
+            nr_writeback: Pct::of(inwin.iter().map(|s| s.nr_writeback as f64).collect()),
+            voluntary_cs_per_task_s: Spread::of(all_v),
+            involuntary_cs_per_task_s: Spread::of(all_iv),
+            trace,
+            events_simulated: o.events_simulated,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn percentiles_interpolate() {
+        let v = vec![1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(percentile(&v, 0.5), 3.0);
+        assert_eq!(percentile(&v, 0.1), 1.4);
+        assert!(percentile(&[], 0.5).is_nan());
+        assert_eq!(Pct::of(vec![3.0, 1.0, 2.0]).p50, 2.0);
+    }
+}

@@ -1,0 +1,8 @@
+//! Memory management: page-cache accounting (`filemap`), node counters
+//! (`vmstat`), the bdi_writeback structure (`backing_dev`) and dirty
+//! throttling (`page_writeback`).
+
+pub mod backing_dev;
+pub mod filemap;
+pub mod page_writeback;
+pub mod vmstat;

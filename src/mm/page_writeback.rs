@@ -1,0 +1,936 @@
+//! Dirty throttling (mm/page-writeback.c), Linux 6.x IO-less design.
+//!
+//! The formulas are free functions over integers so that each can be
+//! checked against values worked out by hand from the kernel's arithmetic;
+//! the `impl Kernel` part wires them to the machine's state. Everything is
+//! in pages, pages/s and jiffies, with the kernel's integer rounding.
+//! See `../shared/spec/dirty-throttling-and-writeback.md` §5–§14.
+
+use crate::kernel::{Ev, Kernel, Pid, WbId};
+use crate::klib::flex_proportions::FpropGlobal;
+use crate::klib::{div_round_up, ilog2, roundup_pow_of_two};
+use crate::sim::Ns;
+
+/// `RATELIMIT_CALC_SHIFT`: pos_ratio is a fixed-point number with 1.0 = 1024.
+pub const RATELIMIT_CALC_SHIFT: u32 = 10;
+/// `DIRTY_POLL_THRESH` for 4 KiB pages (128 KiB).
+pub const DIRTY_POLL_THRESH: u64 = 32;
+
+/// `struct wb_domain` (the global one) plus the file-scope state of
+/// mm/page-writeback.c.
+#[derive(Default, Clone, Debug)]
+pub struct WbDomain {
+    pub completions: FpropGlobal,
+    /// Jiffies of the next aging tick; 0 = aging timer stopped.
+    pub period_time: u64,
+    /// The smoothed hard limit `dom->dirty_limit`.
+    pub dirty_limit: u64,
+    pub dirty_limit_tstamp: u64,
+    /// `ratelimit_pages`.
+    pub ratelimit_pages: u64,
+    /// Per-CPU `bdp_ratelimits`.
+    pub bdp_ratelimits: Vec<u64>,
+    /// Per-CPU `dirty_throttle_leaks`.
+    pub dirty_throttle_leaks: Vec<u64>,
+    pub totalreserve_pages: u64,
+    pub reclaim_cursor: usize,
+}
+
+/// `struct dirty_throttle_control` for the global domain.
+#[derive(Default, Clone, Copy, Debug)]
+pub struct Dtc {
+    pub avail: u64,
+    pub dirty: u64,
+    pub thresh: u64,
+    pub bg_thresh: u64,
+    pub wb_dirty: u64,
+    pub wb_thresh: u64,
+    pub wb_bg_thresh: u64,
+    pub pos_ratio: u64,
+}
+
+/// A task's state inside one `balance_dirty_pages()` call that sleeps.
+#[derive(Clone, Copy, Debug)]
+pub struct BdpCall {
+    pub start_time: u64,
+    pub pages_dirtied: u64,
+    /// Applied when the sleep ends: `dirty_paused_when = now + pause`.
+    pub paused_when: u64,
+    pub nr_dirtied_pause: u64,
+    /// The loop goes round again after the sleep (task_ratelimit was 0).
+    pub again: bool,
+    pub wb_dirty: u64,
+}
+
+// ---- pure formulas ---------------------------------------------------------
+
+/// `dirty_freerun_ceiling`.
+pub fn dirty_freerun_ceiling(thresh: u64, bg_thresh: u64) -> u64 {
+    (thresh + bg_thresh) / 2
+}
+
+/// `hard_dirty_limit`.
+pub fn hard_dirty_limit(dom_dirty_limit: u64, thresh: u64) -> u64 {
+    thresh.max(dom_dirty_limit)
+}
+
+/// `pos_ratio_polynom`: 1 + ((setpoint - dirty) / (limit - setpoint))^3,
+/// in 10-bit fixed point, clamped to [0, 2].
+pub fn pos_ratio_polynom(setpoint: u64, dirty: u64, limit: u64) -> i64 {
+    let x: i64 = (((setpoint as i64) - (dirty as i64)) << RATELIMIT_CALC_SHIFT)
+        / (((limit - setpoint) | 1) as i64);
+    let mut p = x;
+    p = (p * x) >> RATELIMIT_CALC_SHIFT;
+    p = (p * x) >> RATELIMIT_CALC_SHIFT;
+    p += 1 << RATELIMIT_CALC_SHIFT;
+    p.clamp(0, 2 << RATELIMIT_CALC_SHIFT)
+}
+
+/// `wb_position_ratio` for a normal (non-strictlimit) bdi: the global cubic
+/// line scaled by the wb's linear line, with the 1/4 floor and the reserve
+/// area. `dom_dirty_limit` is `global_wb_domain.dirty_limit`, `write_bw` the
+/// wb's `avg_write_bandwidth`.
+pub fn wb_position_ratio(dtc: &Dtc, dom_dirty_limit: u64, write_bw: u64) -> u64 {
+    let freerun = dirty_freerun_ceiling(dtc.thresh, dtc.bg_thresh);
+    let limit = hard_dirty_limit(dom_dirty_limit, dtc.thresh);
+    if dtc.dirty >= limit {
+        return 0;
+    }
+    let setpoint = (freerun + limit) / 2;
+    let mut pos_ratio = pos_ratio_polynom(setpoint, dtc.dirty, limit) as u64;
+
+    let mut wb_thresh = dtc.wb_thresh.min(dtc.thresh);
+    wb_thresh = wb_thresh.max((limit - dtc.dirty) / 8);
+    let x = (wb_thresh << 16) / (dtc.thresh | 1);
+    let wb_setpoint = (setpoint * x) >> 16;
+    let span = (((dtc.thresh - wb_thresh + 8 * write_bw) as u128 * x as u128) >> 16) as u64;
+    let x_intercept = wb_setpoint + span;
+    if dtc.wb_dirty < x_intercept - span / 4 {
+        pos_ratio = (pos_ratio as u128 * (x_intercept - dtc.wb_dirty) as u128
+            / ((x_intercept - wb_setpoint) | 1) as u128) as u64;
+    } else {
+        pos_ratio /= 4;
+    }
+    let reserve = wb_thresh / 2;
+    if dtc.wb_dirty < reserve {
+        if dtc.wb_dirty > reserve / 8 {
+            pos_ratio = pos_ratio * reserve / dtc.wb_dirty;
+        } else {
+            pos_ratio *= 8;
+        }
+    }
+    pos_ratio
+}
+
+/// The state `wb_update_write_bandwidth` reads and writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteBw {
+    pub write_bandwidth: u64,
+    pub avg_write_bandwidth: u64,
+}
+
+/// `wb_update_write_bandwidth`: a time-weighted moving average of the
+/// completion rate over roundup_pow_of_two(3*HZ), and a spike-filtered
+/// `avg_write_bandwidth`.
+pub fn update_write_bandwidth(
+    hz: u64,
+    cur: WriteBw,
+    elapsed: u64,
+    written: u64,
+    written_stamp: u64,
+) -> WriteBw {
+    let period = roundup_pow_of_two(3 * hz);
+    let mut avg = cur.avg_write_bandwidth;
+    let old = cur.write_bandwidth;
+    let mut bw: u64 = (written - written.min(written_stamp)) * hz;
+    if elapsed > period {
+        bw /= elapsed;
+        avg = bw;
+    } else {
+        bw += old * (period - elapsed);
+        bw >>= ilog2(period);
+        if avg > old && old >= bw {
+            avg -= (avg - old) >> 3;
+        }
+        if avg < old && old <= bw {
+            avg += (old - avg) >> 3;
+        }
+    }
+    WriteBw {
+        write_bandwidth: bw,
+        avg_write_bandwidth: avg.max(1),
+    }
+}
+
+/// Inputs and results of `wb_update_dirty_ratelimit`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RatelimitUpdate {
+    pub dirty_rate: u64,
+    /// task_ratelimit with the +1 the kernel adds.
+    pub task_ratelimit: u64,
+    pub balanced_dirty_ratelimit: u64,
+    pub dirty_ratelimit: u64,
+}
+
+/// `wb_update_dirty_ratelimit` for a normal bdi: estimate the balanced rate
+/// and move `dirty_ratelimit` toward it in damped steps, only when the
+/// position error and the rate error agree.
+#[allow(clippy::too_many_arguments)]
+pub fn update_dirty_ratelimit(
+    hz: u64,
+    dtc: &Dtc,
+    dom_dirty_limit: u64,
+    write_bw: u64,
+    dirty_ratelimit: u64,
+    prev_balanced: u64,
+    dirtied: u64,
+    dirtied_stamp: u64,
+    elapsed: u64,
+) -> RatelimitUpdate {
+    let freerun = dirty_freerun_ceiling(dtc.thresh, dtc.bg_thresh);
+    let limit = hard_dirty_limit(dom_dirty_limit, dtc.thresh);
+    let setpoint = (freerun + limit) / 2;
+    let dirty_rate = (dirtied - dirtied_stamp) * hz / elapsed;
+    let task_ratelimit =
+        ((dirty_ratelimit as u128 * dtc.pos_ratio as u128) >> RATELIMIT_CALC_SHIFT) as u64 + 1;
+    let mut balanced =
+        (task_ratelimit as u128 * write_bw as u128 / (dirty_rate | 1) as u128) as u64;
+    if balanced > write_bw {
+        balanced = write_bw;
+    }
+    let mut step = 0;
+    if dtc.dirty < setpoint {
+        let x = prev_balanced.min(balanced).min(task_ratelimit);
+        if dirty_ratelimit < x {
+            step = x - dirty_ratelimit;
+        }
+    } else {
+        let x = prev_balanced.max(balanced).max(task_ratelimit);
+        if dirty_ratelimit > x {
+            step = dirty_ratelimit - x;
+        }
+    }
+    let shift = dirty_ratelimit / (2 * step + 1);
+    step = if shift < 64 {
+        div_round_up(step >> shift, 8)
+    } else {
+        0
+    };
+    let mut r = dirty_ratelimit;
+    if r < balanced {
+        r += step;
+    } else {
+        r -= step;
+    }
+    RatelimitUpdate {
+        dirty_rate,
+        task_ratelimit,
+        balanced_dirty_ratelimit: balanced,
+        dirty_ratelimit: r.max(1),
+    }
+}
+
+/// `update_dirty_limit`: follow thresh up at once, and down by 1/32 of the gap.
+pub fn update_dirty_limit(limit: u64, thresh: u64, dirty: u64) -> u64 {
+    if limit < thresh {
+        return thresh;
+    }
+    let t = thresh.max(dirty);
+    if limit > t {
+        limit - ((limit - t) >> 5)
+    } else {
+        limit
+    }
+}
+
+/// `dirty_poll_interval`: about sqrt of the margin to thresh, a power of two.
+pub fn dirty_poll_interval(dirty: u64, thresh: u64) -> u64 {
+    if thresh > dirty {
+        1 << (ilog2(thresh - dirty) >> 1)
+    } else {
+        1
+    }
+}
+
+/// `MAX_PAUSE`: max(HZ/5, 1).
+pub fn max_pause_jiffies(hz: u64) -> u64 {
+    (hz / 5).max(1)
+}
+
+/// `wb_max_pause`: never sleep long enough to drain 1/8 of the wb's dirty pages.
+pub fn wb_max_pause(hz: u64, avg_write_bw: u64, wb_dirty: u64) -> u64 {
+    let t = wb_dirty / (1 + avg_write_bw / roundup_pow_of_two(1 + hz / 8)) + 1;
+    t.min(max_pause_jiffies(hz))
+}
+
+/// `wb_min_pause`: returns (min_pause, nr_dirtied_pause).
+pub fn wb_min_pause(
+    hz: u64,
+    avg_write_bw: u64,
+    dirty_ratelimit_wb: u64,
+    max_pause: u64,
+    task_ratelimit: u64,
+    dirty_ratelimit: u64,
+) -> (i64, u64) {
+    let hi = ilog2(avg_write_bw) as i64;
+    let lo = ilog2(dirty_ratelimit_wb) as i64;
+    let max_pause = max_pause as i64;
+    let hz_i = hz as i64;
+    let mut t: i64 = (hz_i / 100).max(1);
+    if hi > lo {
+        t += (hi - lo) * (10 * hz_i) / 1024;
+    }
+    t = t.min(1 + max_pause / 2);
+    let rp = roundup_pow_of_two(hz) as i64;
+    let mut pages: i64 = dirty_ratelimit as i64 * t / rp;
+    let thresh = DIRTY_POLL_THRESH as i64;
+    if pages < thresh {
+        t = max_pause;
+        pages = dirty_ratelimit as i64 * t / rp;
+        if pages > thresh {
+            pages = thresh;
+            t = hz_i * thresh / dirty_ratelimit as i64;
+        }
+    }
+    let pause = hz_i * pages / (task_ratelimit as i64 + 1);
+    if pause > max_pause {
+        t = max_pause;
+        pages = task_ratelimit as i64 * t / rp;
+    }
+    let min_pause = if pages >= thresh { 1 + t / 2 } else { t };
+    (min_pause, pages.max(0) as u64)
+}
+
+/// `domain_dirty_limits` for the global domain: (thresh, bg_thresh) in pages.
+pub fn domain_dirty_limits(vm: &crate::scenario::Vm, page_size: u64, avail: u64) -> (u64, u64) {
+    let ratio = vm.dirty_ratio * page_size / 100;
+    let bg_ratio = vm.dirty_background_ratio * page_size / 100;
+    let mut thresh = if vm.dirty_bytes != 0 {
+        div_round_up(vm.dirty_bytes, page_size)
+    } else {
+        ratio * avail / page_size
+    };
+    let mut bg_thresh = if vm.dirty_background_bytes != 0 {
+        div_round_up(vm.dirty_background_bytes, page_size)
+    } else {
+        bg_ratio * avail / page_size
+    };
+    thresh = thresh.min(u32::MAX as u64);
+    if bg_thresh >= thresh {
+        bg_thresh = thresh / 2;
+    }
+    (thresh, bg_thresh)
+}
+
+// ---- the machine -----------------------------------------------------------
+
+impl Kernel {
+    /// Memory layout at boot and `writeback_set_ratelimit()`.
+    pub fn mm_init(&mut self) {
+        let ps = self.page_size();
+        let m = &self.sc.machine;
+        let total = m.memory / ps;
+        let anon = m.anon / ps;
+        self.vm.nr_anon_pages = anon;
+        self.vm.nr_free_pages = total - anon;
+        self.dom.totalreserve_pages = m.reserve_bytes() / ps;
+        let ncpu = m.cpus as usize;
+        self.dom.bdp_ratelimits = vec![0; ncpu];
+        self.dom.dirty_throttle_leaks = vec![0; ncpu];
+        self.writeback_set_ratelimit();
+    }
+
+    /// `writeback_set_ratelimit`: at boot and when dirty_ratio/bytes are written.
+    pub fn writeback_set_ratelimit(&mut self) {
+        let (thresh, _) = domain_dirty_limits(
+            &self.sc.vm,
+            self.page_size(),
+            self.global_dirtyable_memory(),
+        );
+        self.dom.dirty_limit = thresh;
+        self.dom.ratelimit_pages = (thresh / (self.sc.machine.cpus as u64 * 32)).max(16);
+    }
+
+    /// `global_dirtyable_memory`: free − totalreserve + file LRU, + 1.
+    pub fn global_dirtyable_memory(&self) -> u64 {
+        let mut x = self.vm.nr_free_pages;
+        x -= x.min(self.dom.totalreserve_pages);
+        x += self.vm.nr_inactive_file + self.vm.nr_active_file;
+        x + 1
+    }
+
+    /// `domain_dirty_limits` for the global domain, with its tracepoint.
+    pub fn global_dirty_limits_traced(&mut self, pid: Pid) -> (u64, u64, u64) {
+        let avail = self.global_dirtyable_memory();
+        let (thresh, bg) = domain_dirty_limits(&self.sc.vm, self.page_size(), avail);
+        if self.tracer.on.global_dirty_state {
+            let (d, w, l, dd, wr) = (
+                self.vm.nr_dirty,
+                self.vm.nr_writeback,
+                self.dom.dirty_limit,
+                self.vm.nr_dirtied,
+                self.vm.nr_written,
+            );
+            self.trace_line(pid, "global_dirty_state", format_args!("dirty={d} writeback={w} bg_thresh={bg} thresh={thresh} limit={l} dirtied={dd} written={wr}"));
+        }
+        (avail, thresh, bg)
+    }
+
+    /// `__wb_calc_thresh`: the wb's share of `thresh` by recent completions.
+    pub fn wb_calc_thresh(&mut self, wb: WbId, thresh: u64) -> u64 {
+        let (num, den) = self.wbs[wb].completions.fraction(&self.dom.completions);
+        let bdi_min_ratio: u64 = self.wbs.iter().map(|w| w.min_ratio).sum();
+        let w = &self.wbs[wb];
+        let mut t = thresh * (100 - bdi_min_ratio) / 100;
+        t = (t as u128 * num as u128 / den as u128) as u64;
+        t += thresh * w.min_ratio / 100;
+        t.min(thresh * w.max_ratio / 100)
+    }
+
+    /// `wb_dirty_limits`.
+    fn wb_dirty_limits(&mut self, wb: WbId, dtc: &mut Dtc) {
+        dtc.wb_thresh = self.wb_calc_thresh(wb, dtc.thresh);
+        dtc.wb_bg_thresh = (dtc.wb_thresh * dtc.bg_thresh).checked_div(dtc.thresh).unwrap_or(0);
+        let w = &self.wbs[wb];
+        dtc.wb_dirty = w.reclaimable + w.writeback;
+    }
+
+    /// `wb_stat_error()`: the per-CPU counter slack.
+    pub fn wb_stat_error(&self) -> u64 {
+        let n = self.sc.machine.cpus as u64;
+        n * 8 * (1 + ilog2(n))
+    }
+
+    /// `wb_over_bg_thresh`: should background writeback continue?
+    pub fn wb_over_bg_thresh(&mut self, wb: WbId, pid: Pid) -> bool {
+        let (_, _, bg) = self.global_dirty_limits_traced(pid);
+        if self.vm.nr_dirty > bg {
+            return true;
+        }
+        let t = self.wb_calc_thresh(wb, bg);
+        self.wbs[wb].reclaimable > t
+    }
+
+    /// `__wb_update_bandwidth`.
+    fn wb_update_bandwidth_inner(&mut self, wb: WbId, pid: Pid, dtc: Option<&Dtc>) {
+        let now = self.jiffies();
+        let hz = self.hz();
+        let w = &self.wbs[wb];
+        let elapsed = now.saturating_sub(w.bw_time_stamp).max(1);
+        let dirtied = w.dirtied;
+        let written = w.written;
+        if let Some(dtc) = dtc {
+            // domain_update_dirty_limit
+            if now >= self.dom.dirty_limit_tstamp + max_pause_jiffies(hz) {
+                self.dom.dirty_limit =
+                    update_dirty_limit(self.dom.dirty_limit, dtc.thresh, dtc.dirty);
+                self.dom.dirty_limit_tstamp = now;
+            }
+            let w = &self.wbs[wb];
+            let u = update_dirty_ratelimit(
+                hz,
+                dtc,
+                self.dom.dirty_limit,
+                w.avg_write_bandwidth,
+                w.dirty_ratelimit,
+                w.balanced_dirty_ratelimit,
+                dirtied,
+                w.dirtied_stamp,
+                elapsed,
+            );
+            let w = &mut self.wbs[wb];
+            w.dirty_ratelimit = u.dirty_ratelimit;
+            w.balanced_dirty_ratelimit = u.balanced_dirty_ratelimit;
+            if self.tracer.on.bdi_dirty_ratelimit {
+                let w = &self.wbs[wb];
+                let kb = |x: u64| x << (ilog2(self.sc.machine.page_size) - 10);
+                let line = format!(
+                    "bdi {}: write_bw={} awrite_bw={} dirty_rate={} dirty_ratelimit={} task_ratelimit={} balanced_dirty_ratelimit={} cgroup_ino=1",
+                    w.name,
+                    kb(w.write_bandwidth),
+                    kb(w.avg_write_bandwidth),
+                    kb(u.dirty_rate),
+                    kb(w.dirty_ratelimit),
+                    kb(u.task_ratelimit),
+                    kb(w.balanced_dirty_ratelimit)
+                );
+                self.trace_line(pid, "bdi_dirty_ratelimit", format_args!("{line}"));
+            }
+        }
+        let w = &mut self.wbs[wb];
+        let nb = update_write_bandwidth(
+            hz,
+            WriteBw {
+                write_bandwidth: w.write_bandwidth,
+                avg_write_bandwidth: w.avg_write_bandwidth,
+            },
+            elapsed,
+            written,
+            w.written_stamp,
+        );
+        w.write_bandwidth = nb.write_bandwidth;
+        w.avg_write_bandwidth = nb.avg_write_bandwidth;
+        w.dirtied_stamp = dirtied;
+        w.written_stamp = written;
+        w.bw_time_stamp = now;
+    }
+
+    /// `wb_update_bandwidth`: from the end of do_writepages and bw_dwork.
+    pub fn wb_update_bandwidth(&mut self, wb: WbId, pid: Pid) {
+        self.wb_update_bandwidth_inner(wb, pid, None);
+    }
+
+    /// `wb_bandwidth_estimate_start`: after > 1 s idle, restart the estimate.
+    pub fn wb_bandwidth_estimate_start(&mut self, wb: WbId) {
+        let now = self.jiffies();
+        let hz = self.hz();
+        let w = &mut self.wbs[wb];
+        if now - w.bw_time_stamp.min(now) > hz && w.writeback_inodes == 0 {
+            w.dirtied_stamp = w.dirtied;
+            w.written_stamp = w.written;
+            w.bw_time_stamp = now;
+        }
+    }
+
+    pub fn queue_bw_dwork(&mut self, wb: WbId) {
+        if self.wbs[wb].bw_dwork_pending {
+            return;
+        }
+        self.wbs[wb].bw_dwork_pending = true;
+        let at = self
+            .jif
+            .start_of(self.jiffies() + max_pause_jiffies(self.hz()));
+        self.q.schedule(at, Ev::BwDwork { wb });
+    }
+
+    pub fn wb_update_bandwidth_dwork(&mut self, wb: WbId) {
+        self.wbs[wb].bw_dwork_pending = false;
+        let pid = self.wbs[wb].flusher;
+        self.wb_update_bandwidth(wb, pid);
+    }
+
+    /// `wb_domain_writeout_add` / `__wb_writeout_add`: count a completion in
+    /// the wb's proportion and start the aging timer if it is stopped.
+    pub fn wb_domain_writeout_add(&mut self, wb: WbId, n: u64) {
+        let max = self.wbs[wb].max_prop_frac;
+        self.wbs[wb]
+            .completions
+            .add_max(&mut self.dom.completions, n, max);
+        if self.dom.period_time == 0 {
+            let mut pt = self.jiffies() + 3 * self.hz();
+            if pt == 0 {
+                pt = 1;
+            }
+            self.dom.period_time = pt;
+            self.q.schedule(self.jif.start_of(pt), Ev::WriteoutPeriod);
+        }
+    }
+
+    /// `writeout_period`: the fprop aging timer, every 3 s while there are
+    /// completions.
+    pub fn writeout_period(&mut self) {
+        let now = self.jiffies();
+        let period = 3 * self.hz();
+        let miss = (now - self.dom.period_time.min(now)) / period;
+        if self.dom.completions.new_period(miss + 1) {
+            self.dom.period_time += (miss + 1) * period;
+            let at = self.jif.start_of(self.dom.period_time);
+            self.q.schedule(at, Ev::WriteoutPeriod);
+        } else {
+            self.dom.period_time = 0;
+        }
+    }
+
+    /// `balance_dirty_pages_ratelimited_flags`, called after a task dirtied
+    /// pages. Returns `Some(wake_time)` if the task must sleep.
+    pub fn balance_dirty_pages_ratelimited(&mut self, pid: Pid, wb: WbId) -> Option<Ns> {
+        let exceeded_rl = 32 >> (ilog2(self.page_size()) - 10);
+        let t = &self.tasks[pid];
+        let cpu = t.cpu;
+        let mut ratelimit = t.nr_dirtied_pause;
+        if self.wbs[wb].dirty_exceeded {
+            ratelimit = ratelimit.min(exceeded_rl);
+        }
+        if t.nr_dirtied >= ratelimit {
+            self.dom.bdp_ratelimits[cpu] = 0;
+        } else if self.dom.bdp_ratelimits[cpu] >= self.dom.ratelimit_pages {
+            self.dom.bdp_ratelimits[cpu] = 0;
+            ratelimit = 0;
+        }
+        let leaks = self.dom.dirty_throttle_leaks[cpu];
+        let t = &mut self.tasks[pid];
+        if leaks > 0 && t.nr_dirtied < ratelimit {
+            let d = leaks.min(ratelimit - t.nr_dirtied);
+            self.dom.dirty_throttle_leaks[cpu] -= d;
+            t.nr_dirtied += d;
+        }
+        if t.nr_dirtied >= ratelimit {
+            let pages = t.nr_dirtied;
+            let start = self.jiffies();
+            return self.balance_dirty_pages(pid, wb, pages, start);
+        }
+        None
+    }
+
+    /// Pages the task may still dirty before `balance_dirty_pages_ratelimited`
+    /// would call into `balance_dirty_pages` (used to batch buffered writes).
+    pub fn pages_until_bdp_check(&self, pid: Pid, wb: WbId) -> u64 {
+        let t = &self.tasks[pid];
+        let mut ratelimit = t.nr_dirtied_pause;
+        if self.wbs[wb].dirty_exceeded {
+            ratelimit = ratelimit.min(32 >> (ilog2(self.page_size()) - 10));
+        }
+        let own = ratelimit.saturating_sub(t.nr_dirtied);
+        let cpu_left = self
+            .dom
+            .ratelimit_pages
+            .saturating_sub(self.dom.bdp_ratelimits[t.cpu]);
+        own.min(cpu_left.max(1)).max(1)
+    }
+
+    /// One pass of the `balance_dirty_pages` loop. Returns the wake time if
+    /// the task sleeps (its `BdpCall` is stored on the task), None if done.
+    fn balance_dirty_pages(
+        &mut self,
+        pid: Pid,
+        wb: WbId,
+        pages_dirtied: u64,
+        start_time: u64,
+    ) -> Option<Ns> {
+        let hz = self.hz() as i64;
+        let mut now = self.jiffies();
+        let nr_reclaimable = self.vm.nr_dirty;
+        let (avail, thresh, bg_thresh) = self.global_dirty_limits_traced(pid);
+        let mut g = Dtc {
+            avail,
+            dirty: self.vm.nr_dirty + self.vm.nr_writeback,
+            thresh,
+            bg_thresh,
+            ..Default::default()
+        };
+        if nr_reclaimable > g.bg_thresh && !self.wbs[wb].writeback_running {
+            self.wb_start_background_writeback(wb, pid);
+        }
+        if g.dirty <= dirty_freerun_ceiling(g.thresh, g.bg_thresh) {
+            let t = &mut self.tasks[pid];
+            t.dirty_paused_when = now;
+            t.nr_dirtied = 0;
+            t.nr_dirtied_pause = dirty_poll_interval(g.dirty, g.thresh);
+            return None;
+        }
+        if !self.wbs[wb].writeback_running {
+            self.wb_start_background_writeback(wb, pid);
+        }
+        self.wb_dirty_limits(wb, &mut g);
+        let dirty_exceeded = g.wb_dirty > g.wb_thresh && g.dirty > g.thresh;
+        g.pos_ratio = wb_position_ratio(&g, self.dom.dirty_limit, self.wbs[wb].avg_write_bandwidth);
+        self.wbs[wb].dirty_exceeded = dirty_exceeded;
+        if now > self.wbs[wb].bw_time_stamp + max_pause_jiffies(self.hz()) {
+            self.wb_update_bandwidth_inner(wb, pid, Some(&g));
+        }
+        let w = &self.wbs[wb];
+        let dirty_ratelimit = w.dirty_ratelimit;
+        let task_ratelimit =
+            ((dirty_ratelimit as u128 * g.pos_ratio as u128) >> RATELIMIT_CALC_SHIFT) as u64;
+        let max_pause = wb_max_pause(self.hz(), w.avg_write_bandwidth, g.wb_dirty);
+        let (min_pause, nr_dirtied_pause) = wb_min_pause(
+            self.hz(),
+            w.avg_write_bandwidth,
+            w.dirty_ratelimit,
+            max_pause,
+            task_ratelimit,
+            dirty_ratelimit,
+        );
+
+        let (period, mut pause): (i64, i64);
+        if task_ratelimit == 0 {
+            period = max_pause as i64;
+            pause = max_pause as i64;
+        } else {
+            period = hz * pages_dirtied as i64 / task_ratelimit as i64;
+            pause = period;
+            let t = &self.tasks[pid];
+            if t.dirty_paused_when != 0 {
+                pause -= now as i64 - t.dirty_paused_when as i64;
+            }
+            if pause < min_pause {
+                self.trace_bdp(
+                    pid,
+                    wb,
+                    &g,
+                    dirty_ratelimit,
+                    task_ratelimit,
+                    pages_dirtied,
+                    period,
+                    pause.min(0),
+                    start_time,
+                );
+                let t = &mut self.tasks[pid];
+                if pause < -hz {
+                    t.dirty_paused_when = now;
+                    t.nr_dirtied = 0;
+                } else if period != 0 {
+                    t.dirty_paused_when += period as u64;
+                    t.nr_dirtied = 0;
+                } else if t.nr_dirtied_pause <= pages_dirtied {
+                    t.nr_dirtied_pause += pages_dirtied;
+                }
+                return None;
+            }
+            if pause > max_pause as i64 {
+                now += (pause - max_pause as i64).min(max_pause as i64) as u64;
+                pause = max_pause as i64;
+            }
+        }
+        self.trace_bdp(
+            pid,
+            wb,
+            &g,
+            dirty_ratelimit,
+            task_ratelimit,
+            pages_dirtied,
+            period,
+            pause,
+            start_time,
+        );
+        self.wbs[wb].dirty_sleep = now;
+        let call = BdpCall {
+            start_time,
+            pages_dirtied,
+            paused_when: now + pause as u64,
+            nr_dirtied_pause,
+            again: task_ratelimit == 0,
+            wb_dirty: g.wb_dirty,
+        };
+        self.tasks[pid].bdp = Some(call);
+        // io_schedule_timeout(pause): the timer fires at the tick jiffies+pause
+        Some(self.jif.start_of(self.jiffies() + pause as u64))
+    }
+
+    /// The rest of a `balance_dirty_pages` call after its sleep. Returns the
+    /// next wake time if the loop sleeps again.
+    pub fn balance_dirty_pages_resume(&mut self, pid: Pid, wb: WbId) -> Option<Ns> {
+        let call = self.tasks[pid].bdp.take()?;
+        let t = &mut self.tasks[pid];
+        t.dirty_paused_when = call.paused_when;
+        t.nr_dirtied = 0;
+        t.nr_dirtied_pause = call.nr_dirtied_pause;
+        if !call.again || call.wb_dirty <= self.wb_stat_error() {
+            return None;
+        }
+        self.balance_dirty_pages(pid, wb, call.pages_dirtied, call.start_time)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn trace_bdp(
+        &mut self,
+        pid: Pid,
+        wb: WbId,
+        g: &Dtc,
+        dirty_ratelimit: u64,
+        task_ratelimit: u64,
+        dirtied: u64,
+        period: i64,
+        pause: i64,
+        start_time: u64,
+    ) {
+        if !self.tracer.on.balance_dirty_pages {
+            return;
+        }
+        let jiffies = self.jiffies() as i64;
+        let ms = |j: i64| self.jif.to_msecs(j);
+        let kb = |x: u64| x << (ilog2(self.sc.machine.page_size) - 10);
+        let limit = self.dom.dirty_limit;
+        let setpoint = (limit + dirty_freerun_ceiling(g.thresh, g.bg_thresh)) / 2;
+        let wb_setpoint = setpoint * g.wb_thresh / (g.thresh + 1);
+        let t = &self.tasks[pid];
+        let think = if t.dirty_paused_when == 0 {
+            0
+        } else {
+            ms(jiffies - t.dirty_paused_when as i64)
+        };
+        let line = format!(
+            "bdi {}: limit={} setpoint={} dirty={} wb_setpoint={} wb_dirty={} dirty_ratelimit={} task_ratelimit={} dirtied={} dirtied_pause={} paused={} pause={} period={} think={} cgroup_ino=1",
+            self.wbs[wb].name,
+            limit,
+            setpoint,
+            g.dirty,
+            wb_setpoint,
+            g.wb_dirty,
+            kb(dirty_ratelimit),
+            kb(task_ratelimit),
+            dirtied,
+            t.nr_dirtied_pause,
+            ms(jiffies - start_time as i64),
+            ms(pause),
+            ms(period),
+            think
+        );
+        self.trace_line(pid, "balance_dirty_pages", format_args!("{line}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Worked example from spec §29: HZ=250, A = 1,000,000 dirtyable pages.
+    #[test]
+    fn thresholds_from_ratios() {
+        let vm = crate::scenario::Vm::default();
+        let (t, bg) = domain_dirty_limits(&vm, 4096, 1_000_000);
+        assert_eq!((t, bg), (199_951, 99_853));
+        assert_eq!(dirty_freerun_ceiling(t, bg), 149_902);
+        let mut vm2 = vm.clone();
+        vm2.dirty_bytes = 200 << 20;
+        vm2.dirty_ratio = 0;
+        vm2.dirty_background_bytes = 100 << 20;
+        vm2.dirty_background_ratio = 0;
+        assert_eq!(domain_dirty_limits(&vm2, 4096, 1_000_000), (51_200, 25_600));
+        // bg >= thresh: bg becomes thresh/2
+        vm2.dirty_background_bytes = 300 << 20;
+        assert_eq!(domain_dirty_limits(&vm2, 4096, 1_000_000), (51_200, 25_600));
+    }
+
+    #[test]
+    fn polynom_points() {
+        // f(setpoint) = 1, f(limit) = 0, f(freerun) = 2 (clamped)
+        let (freerun, limit) = (38_400u64, 51_200u64);
+        let sp = (freerun + limit) / 2; // 44800
+        assert_eq!(pos_ratio_polynom(sp, sp, limit), 1024);
+        assert_eq!(pos_ratio_polynom(sp, limit, limit), 0);
+        assert_eq!(pos_ratio_polynom(sp, freerun, limit), 2048);
+        // dirty = 46400: x = (-1600<<10)/(6400|1) = -1638400/6401 = -255 (trunc)
+        // p = -255; p*x>>10 = 65025>>10 = 63; 63*-255 = -16065 >> 10 = -16 (floor)
+        // 1024 - 16 = 1008
+        assert_eq!(pos_ratio_polynom(sp, 46_400, limit), 1008);
+    }
+
+    #[test]
+    fn position_ratio_single_wb() {
+        // One wb owning the whole threshold, dirty at setpoint, wb line span
+        // 8*write_bw: the wb factor is (x_int - wb_dirty)/(x_int - wb_sp).
+        let g = Dtc {
+            dirty: 44_800,
+            thresh: 51_200,
+            bg_thresh: 25_600,
+            wb_dirty: 44_800,
+            wb_thresh: 51_200,
+            ..Default::default()
+        };
+        // x = (51200<<16)/(51200|1) = 3355443200/51201 = 65534
+        // wb_setpoint = 44800*65534>>16 = 44798; span = (0 + 8*12800)*65534>>16 = 102396
+        // x_intercept = 147194; pos = 1024*(147194-44800)/((147194-44798)|1)
+        //   = 104851456/102397 = 1023
+        assert_eq!(wb_position_ratio(&g, 51_200, 12_800), 1023);
+        // over the limit: 0
+        let over = Dtc { dirty: 51_200, ..g };
+        assert_eq!(wb_position_ratio(&over, 51_200, 12_800), 0);
+        // reserve area: wb nearly empty gets boosted 8x
+        let empty = Dtc { wb_dirty: 100, ..g };
+        let p = wb_position_ratio(&empty, 51_200, 12_800);
+        assert!(p > 2048, "{p}");
+    }
+
+    #[test]
+    fn write_bandwidth_update() {
+        // HZ=250: period 1024. 50 jiffies in which 2560 pages completed
+        // (12800 pages/s). bw = (2560*250 + 25600*(1024-50)) >> 10
+        //   = (640000 + 24934400) >> 10 = 24975
+        let cur = WriteBw {
+            write_bandwidth: 25_600,
+            avg_write_bandwidth: 25_600,
+        };
+        let n = update_write_bandwidth(250, cur, 50, 12_560, 10_000);
+        assert_eq!(n.write_bandwidth, 24_975);
+        // avg == old: no move
+        assert_eq!(n.avg_write_bandwidth, 25_600);
+        // next step: avg(25600) > old(24975) >= bw -> avg -= (625>>3) = 78
+        let n2 = update_write_bandwidth(250, n, 50, 12_560 + 2560, 12_560);
+        assert!(n2.write_bandwidth < 24_975);
+        assert_eq!(n2.avg_write_bandwidth, 25_600 - 78);
+        // long gap: reset both to the measured rate
+        let n3 = update_write_bandwidth(250, cur, 2000, 100_000, 0);
+        assert_eq!(
+            n3,
+            WriteBw {
+                write_bandwidth: 12_500,
+                avg_write_bandwidth: 12_500
+            }
+        );
+    }
+
+    #[test]
+    fn ratelimit_step() {
+        // 10 tasks at R=25600 dirtying 10x what the disk writes: balanced
+        // falls to write_bw/10; dirty above setpoint so R steps down.
+        let g = Dtc {
+            dirty: 46_000,
+            thresh: 51_200,
+            bg_thresh: 25_600,
+            pos_ratio: 1024,
+            ..Default::default()
+        };
+        // elapsed 50 j, dirtied 51200 pages -> dirty_rate = 51200*250/50 = 256000
+        let u = update_dirty_ratelimit(250, &g, 51_200, 12_800, 25_600, 25_600, 51_200, 0, 50);
+        assert_eq!(u.dirty_rate, 256_000);
+        assert_eq!(u.task_ratelimit, 25_601);
+        // balanced = 25601*12800/256000 = 1280
+        assert_eq!(u.balanced_dirty_ratelimit, 1_280);
+        // x = max(25600, 1280, 25601) = 25601 > R: step = 0 -> no move
+        assert_eq!(u.dirty_ratelimit, 25_600);
+        // with a previous balanced estimate that agrees, R moves:
+        // x = max(2000, 1280, 25601)... still 25601; use pos_ratio 512
+        let g2 = Dtc {
+            pos_ratio: 512,
+            ..g
+        };
+        let u2 = update_dirty_ratelimit(250, &g2, 51_200, 12_800, 25_600, 2_000, 51_200, 0, 50);
+        // task_rl = 12801; balanced = 12801*12800/256000 = 640; x = max(2000,640,12801) = 12801
+        // step = 25600-12801 = 12799; shift = 25600/25599 = 1; step = ceil((12799>>1)/8) = 800
+        assert_eq!(u2.dirty_ratelimit, 25_600 - 800);
+        // dead zone: a tiny step is damped to 0
+        let g3 = Dtc {
+            pos_ratio: 1023,
+            ..g
+        };
+        let u3 = update_dirty_ratelimit(250, &g3, 51_200, 12_800, 25_600, 1_000, 51_200, 0, 50);
+        // task_rl = 25575+1 = 25576; step = 24; shift = 25600/49 = 522 >= 64 -> 0
+        assert_eq!(u3.dirty_ratelimit, 25_600);
+    }
+
+    #[test]
+    fn pauses() {
+        // §29: 1 dd, HZ=250, bw = R = 25600: t = 2, pages = 25600*2/256 = 200,
+        // min_pause = 1 + 2/2 = 2; max_pause = 50 for wb_dirty ~175k
+        let maxp = wb_max_pause(250, 25_600, 175_000);
+        assert_eq!(maxp, 50);
+        assert_eq!(
+            wb_min_pause(250, 25_600, 25_600, maxp, 25_600, 25_600),
+            (2, 200)
+        );
+        // HZ=1000: t = 10, pages = 25600*10/1024 = 250, min_pause = 6
+        assert_eq!(
+            wb_min_pause(1000, 25_600, 25_600, 200, 25_600, 25_600),
+            (6, 250)
+        );
+        // 10 dd: R = 1280 pages/s: hi=14, lo=10 -> t = 2 + 4*2500/1024 = 2 + 9 = 11
+        // pages = 1280*11/256 = 55; min_pause = 1 + 11/2 = 6
+        assert_eq!(wb_min_pause(250, 12_800, 1_280, 50, 1_280, 1_280), (6, 55));
+        // tiny rate: pages < 32 -> t = max_pause, pages capped at 32
+        // R = 100: pages = 100*50/256 = 19 < 32 -> stays 19, t = 50
+        assert_eq!(wb_min_pause(250, 12_800, 100, 50, 100, 100), (50, 19));
+        // wb_max_pause: 12800 pages/s, wb_dirty 4000: 4000/(1+12800/32)+1 = 4000/401+1 = 10
+        assert_eq!(wb_max_pause(250, 12_800, 4_000), 10);
+    }
+
+    #[test]
+    fn poll_interval_and_dirty_limit() {
+        assert_eq!(dirty_poll_interval(0, 199_951), 256);
+        assert_eq!(dirty_poll_interval(51_200, 51_200), 1);
+        assert_eq!(dirty_poll_interval(40_000, 51_200), 64); // ilog2(11200)=13 -> 2^6
+        assert_eq!(update_dirty_limit(40_000, 51_200, 0), 51_200);
+        assert_eq!(update_dirty_limit(60_000, 51_200, 0), 60_000 - (8_800 >> 5));
+        assert_eq!(update_dirty_limit(60_000, 51_200, 70_000), 60_000);
+    }
+}

@@ -1,0 +1,49 @@
+//! Node page counters with their /proc/vmstat names (mm/vmstat.c).
+
+use serde::Serialize;
+
+/// Counters in pages. Only the ones the model moves are kept.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VmStat {
+    pub nr_free_pages: u64,
+    pub nr_inactive_file: u64,
+    pub nr_active_file: u64,
+    pub nr_anon_pages: u64,
+    pub nr_file_pages: u64,
+    pub nr_dirty: u64,
+    pub nr_writeback: u64,
+    pub nr_dirtied: u64,
+    pub nr_written: u64,
+    /// Pages reclaimed from the page cache (pgsteal_kswapd + pgsteal_direct).
+    pub pgsteal: u64,
+}
+
+impl VmStat {
+    /// The /proc/vmstat text for the counters the model keeps, plus the two
+    /// threshold lines (`nr_dirty_threshold`, `nr_dirty_background_threshold`).
+    pub fn render(&self, thresh: u64, bg_thresh: u64) -> String {
+        let mut s = String::new();
+        let mut put = |k: &str, v: u64| {
+            s.push_str(k);
+            s.push(' ');
+            s.push_str(&v.to_string());
+            s.push('\n');
+        };
+        put("nr_free_pages", self.nr_free_pages);
+        put("nr_inactive_anon", 0);
+        put("nr_active_anon", self.nr_anon_pages);
+        put("nr_inactive_file", self.nr_inactive_file);
+        put("nr_active_file", self.nr_active_file);
+        put("nr_anon_pages", self.nr_anon_pages);
+        put("nr_file_pages", self.nr_file_pages);
+        put("nr_dirty", self.nr_dirty);
+        put("nr_writeback", self.nr_writeback);
+        put("nr_dirtied", self.nr_dirtied);
+        put("nr_written", self.nr_written);
+        put("nr_dirty_threshold", thresh);
+        put("nr_dirty_background_threshold", bg_thresh);
+        put("pgsteal_kswapd", 0);
+        put("pgsteal_direct", self.pgsteal);
+        s
+    }
+}

@@ -1,0 +1,873 @@
+//! Scenario files (TOML). Knobs carry the kernel's names: `vm.dirty_bytes` is
+//! the sysctl, `devices.NAME.queue.max_sectors_kb` the sysfs attribute.
+//! Every knob can also be set from the command line by its dotted path
+//! (`--set vm.dirty_bytes=200M`). See README.md for the reference.
+
+pub mod raw;
+
+use crate::sim::{Ns, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC};
+use crate::units;
+use raw::{err, Entry};
+pub use raw::{Origin, RawScenario, RawVal, ScenarioError};
+
+/// The dirty-throttling policy (`run.dirty_throttle`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThrottlePolicy {
+    /// Linux 6.x IO-less balance_dirty_pages (the default).
+    IoLess,
+    /// The IO-less throttle as merged for Linux 3.2.
+    IoLess32,
+    /// Pre-3.2: the dirtier writes back pages itself.
+    Legacy,
+}
+
+impl ThrottlePolicy {
+    pub fn name(self) -> &'static str {
+        match self {
+            ThrottlePolicy::IoLess => "io-less",
+            ThrottlePolicy::IoLess32 => "io-less-3.2",
+            ThrottlePolicy::Legacy => "legacy",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct CpuCost {
+    /// Entering and leaving one system call.
+    pub syscall: Ns,
+    /// Copying one KiB between user and kernel (read or write).
+    pub copy_per_kib: Ns,
+    /// Allocating a page-cache page, inserting it and accounting it dirty.
+    pub page_cache_insert: Ns,
+    /// Flusher: per page prepared for writeback (writepages, block mapping).
+    pub writeback_per_page: Ns,
+    /// Per bio built and submitted.
+    pub bio_submit: Ns,
+    /// Per balance_dirty_pages() call (the throttle computation).
+    pub bdp_call: Ns,
+    /// A wakeup plus a context switch in.
+    pub wakeup: Ns,
+    /// CFS/EEVDF slice before a busy task is preempted by a waiting one.
+    pub sched_slice: Ns,
+}
+
+#[derive(Clone, Debug)]
+pub struct Machine {
+    pub memory: u64,
+    pub cpus: u32,
+    pub hz: u64,
+    pub page_size: u64,
+    /// Memory that is neither free nor page cache (kernel, anonymous).
+    pub anon: u64,
+    /// `totalreserve_pages` in bytes (None: estimated from `memory`).
+    pub reserve: Option<u64>,
+    pub cost: CpuCost,
+}
+
+#[derive(Clone, Debug)]
+pub struct Vm {
+    pub dirty_ratio: u64,
+    pub dirty_bytes: u64,
+    pub dirty_background_ratio: u64,
+    pub dirty_background_bytes: u64,
+    pub dirty_expire_centisecs: u64,
+    pub dirty_writeback_centisecs: u64,
+}
+
+impl Default for Vm {
+    fn default() -> Self {
+        Vm {
+            dirty_ratio: 20,
+            dirty_bytes: 0,
+            dirty_background_ratio: 10,
+            dirty_background_bytes: 0,
+            dirty_expire_centisecs: 3000,
+            dirty_writeback_centisecs: 500,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum DeviceKind {
+    /// A blk-throttle write cap (`blkio.throttle.write_bps_device`) over a
+    /// store that completes instantly: the host rig's loop device on tmpfs.
+    Throttled { write_bps: u64, read_bps: u64 },
+    /// A simple disk: bandwidth, IOPS, completion latency, queue depth.
+    Disk {
+        bandwidth: u64,
+        iops: u64,
+        latency: Ns,
+        queue_depth: u32,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Queue {
+    pub max_sectors_kb: u64,
+    pub max_hw_sectors_kb: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Device {
+    pub name: String,
+    pub major: u32,
+    pub minor: u32,
+    pub size: u64,
+    pub kind: DeviceKind,
+    pub queue: Queue,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FsKind {
+    Ext4,
+}
+
+#[derive(Clone, Debug)]
+pub struct Filesystem {
+    pub name: String,
+    pub kind: FsKind,
+    pub device: usize,
+    /// Largest page-cache folio a buffered write creates. 6.x ext4 uses large
+    /// folios, so a 1 MiB write() is dirtied whole before the throttle check.
+    pub max_folio: u64,
+}
+
+#[derive(Clone, Debug)]
+pub enum JobKind {
+    Dd {
+        bs: u64,
+        /// Bytes per writer (None: until `runtime` or the end of the run).
+        size: Option<u64>,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub name: String,
+    pub kind: JobKind,
+    pub filesystem: usize,
+    pub numjobs: u32,
+    pub start: Ns,
+    pub runtime: Option<Ns>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub duration: Ns,
+    pub seed: u64,
+    /// Start of the measured (steady-state) window; it ends at `duration`.
+    pub warmup: Ns,
+    pub dirty_throttle: ThrottlePolicy,
+    /// How often counters are sampled for percentiles.
+    pub sample_interval: Ns,
+}
+
+#[derive(Clone, Debug)]
+pub struct Trace {
+    pub events: Vec<String>,
+}
+
+pub const TRACE_EVENTS: &[&str] = &[
+    "balance_dirty_pages",
+    "bdi_dirty_ratelimit",
+    "global_dirty_state",
+    "writeback_written",
+    "writeback_start",
+    "writeback_queue_io",
+    "writeback_wake_background",
+    "writeback_pages_written",
+];
+
+#[derive(Clone, Debug)]
+pub struct Scenario {
+    pub name: String,
+    pub machine: Machine,
+    pub vm: Vm,
+    pub devices: Vec<Device>,
+    pub filesystems: Vec<Filesystem>,
+    pub jobs: Vec<Job>,
+    pub run: Run,
+    pub trace: Trace,
+}
+
+/// The built-in default scenario: 10 dd writers with 1 MiB blocks on a
+/// 50 MiB/s throttled device, dirty_bytes 200M, background 100M, 60 s.
+pub const DEFAULT_SCENARIO: &str = include_str!("default.toml");
+
+impl Scenario {
+    pub fn load_file(path: &str, sets: &[String]) -> Result<Scenario, ScenarioError> {
+        let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            origin: Origin::File {
+                file: path.into(),
+                line: 0,
+            },
+            msg: format!("cannot read the scenario file: {e}"),
+        })?;
+        let name = std::path::Path::new(path)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "scenario".into());
+        Self::load_str(&src, path, &name, sets)
+    }
+
+    pub fn builtin(sets: &[String]) -> Result<Scenario, ScenarioError> {
+        Self::load_str(DEFAULT_SCENARIO, "<built-in default>", "default", sets)
+    }
+
+    pub fn load_str(
+        src: &str,
+        file: &str,
+        name: &str,
+        sets: &[String],
+    ) -> Result<Scenario, ScenarioError> {
+        let mut raw = RawScenario::parse(src, file)?;
+        for s in sets {
+            raw.apply_set(s)?;
+        }
+        build(raw, name)
+    }
+}
+
+// ---- typed readers ---------------------------------------------------------
+
+struct Reader {
+    raw: RawScenario,
+}
+
+fn expect_str<'a>(e: &'a Entry, what: &str) -> Result<&'a str, ScenarioError> {
+    match &e.val {
+        RawVal::Str(s) => Ok(s),
+        v => err(
+            &e.origin,
+            format!("found {}; expected {what}", v.describe()),
+        ),
+    }
+}
+
+impl Reader {
+    fn take(&mut self, path: &str) -> Option<Entry> {
+        self.raw.take(path)
+    }
+
+    fn size(&mut self, path: &str) -> Result<Option<(u64, Entry)>, ScenarioError> {
+        let Some(e) = self.take(path) else {
+            return Ok(None);
+        };
+        let v = match &e.val {
+            RawVal::Int(i) if *i < 0 => {
+                return err(
+                    &e.origin,
+                    format!("`{path}` is negative ({i}); expected a size ≥ 0"),
+                )
+            }
+            RawVal::Int(i) => *i as u64,
+            RawVal::Str(s) => units::parse_size(s).map_err(|m| ScenarioError {
+                origin: e.origin.clone(),
+                msg: format!("bad size for `{path}`: {m}"),
+            })?,
+            v => {
+                return err(
+                    &e.origin,
+                    format!(
+                        "`{path}`: found {}; expected a size such as \"200M\"",
+                        v.describe()
+                    ),
+                )
+            }
+        };
+        Ok(Some((v, e)))
+    }
+
+    fn rate(&mut self, path: &str) -> Result<Option<(u64, Entry)>, ScenarioError> {
+        let Some(e) = self.take(path) else {
+            return Ok(None);
+        };
+        let v = match &e.val {
+            RawVal::Int(i) if *i < 0 => {
+                return err(
+                    &e.origin,
+                    format!("`{path}` is negative ({i}); expected a rate ≥ 0"),
+                )
+            }
+            RawVal::Int(i) => *i as u64,
+            RawVal::Str(s) => units::parse_rate(s).map_err(|m| ScenarioError {
+                origin: e.origin.clone(),
+                msg: format!("bad rate for `{path}`: {m}"),
+            })?,
+            v => {
+                return err(
+                    &e.origin,
+                    format!(
+                        "`{path}`: found {}; expected a rate such as \"50MiB/s\"",
+                        v.describe()
+                    ),
+                )
+            }
+        };
+        Ok(Some((v, e)))
+    }
+
+    fn duration(&mut self, path: &str) -> Result<Option<(Ns, Entry)>, ScenarioError> {
+        let Some(e) = self.take(path) else {
+            return Ok(None);
+        };
+        let v = match &e.val {
+            RawVal::Str(s) => units::parse_duration(s).map_err(|m| ScenarioError {
+                origin: e.origin.clone(),
+                msg: format!("bad duration for `{path}`: {m}"),
+            })?,
+            v => {
+                return err(
+                    &e.origin,
+                    format!(
+                        "`{path}`: found {}; expected a duration such as \"60s\"",
+                        v.describe()
+                    ),
+                )
+            }
+        };
+        Ok(Some((v, e)))
+    }
+
+    fn uint(
+        &mut self,
+        path: &str,
+        min: u64,
+        max: u64,
+    ) -> Result<Option<(u64, Entry)>, ScenarioError> {
+        let Some(e) = self.take(path) else {
+            return Ok(None);
+        };
+        let v = match &e.val {
+            RawVal::Int(i) => *i,
+            RawVal::Str(s) => match s.trim().parse::<i64>() {
+                Ok(i) => i,
+                Err(_) => {
+                    return err(
+                        &e.origin,
+                        format!("`{path}`: found \"{s}\"; expected an integer in {min}..={max}"),
+                    )
+                }
+            },
+            v => {
+                return err(
+                    &e.origin,
+                    format!(
+                        "`{path}`: found {}; expected an integer in {min}..={max}",
+                        v.describe()
+                    ),
+                )
+            }
+        };
+        if v < min as i64 || v as i128 > max as i128 {
+            return err(
+                &e.origin,
+                format!("`{path}` = {v} is out of range; expected an integer in {min}..={max}"),
+            );
+        }
+        Ok(Some((v as u64, e)))
+    }
+
+    fn string(&mut self, path: &str, what: &str) -> Result<Option<(String, Entry)>, ScenarioError> {
+        let Some(e) = self.take(path) else {
+            return Ok(None);
+        };
+        let s = expect_str(&e, what)?.to_string();
+        Ok(Some((s, e)))
+    }
+
+    fn choice(
+        &mut self,
+        path: &str,
+        choices: &[&str],
+    ) -> Result<Option<(String, Entry)>, ScenarioError> {
+        let what = format!(
+            "one of {}",
+            choices
+                .iter()
+                .map(|c| format!("\"{c}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        let Some((s, e)) = self.string(path, &what)? else {
+            return Ok(None);
+        };
+        if !choices.contains(&s.as_str()) {
+            return err(
+                &e.origin,
+                format!("`{path}` = \"{s}\" is not known; expected {what}"),
+            );
+        }
+        Ok(Some((s, e)))
+    }
+
+    fn cost(&mut self, path: &str, default: Ns) -> Result<Ns, ScenarioError> {
+        Ok(self.duration(path)?.map(|x| x.0).unwrap_or(default))
+    }
+}
+
+fn default_reserve(memory: u64) -> u64 {
+    // totalreserve_pages = Σ zones (max lowmem_reserve + high watermark). With
+    // min_free_kbytes = sqrt(16 * lowmem KiB) and watermark_scale_factor 10
+    // (0.1 %), high ≈ min * 1.5 + 0.2 % of memory. A kernel engineer can
+    // set `machine.reserve` from /proc/zoneinfo for exact numbers.
+    let kib = memory / 1024;
+    let min_free_kib = ((16.0 * kib as f64).sqrt() as u64).clamp(128, 262_144);
+    min_free_kib * 1024 * 3 / 2 + memory / 500
+}
+
+fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
+    let mut r = Reader { raw };
+
+    // machine
+    let memory = r.size("machine.memory")?.map(|x| x.0).unwrap_or(16 << 30);
+    let cpus = r
+        .uint("machine.cpus", 1, 4096)?
+        .map(|x| x.0 as u32)
+        .unwrap_or(4);
+    let hz = match r.uint("machine.hz", 100, 1000)? {
+        Some((h, e)) if ![100, 250, 300, 1000].contains(&h) => {
+            return err(
+                &e.origin,
+                format!("`machine.hz` = {h}; expected one of 100, 250, 300, 1000 (CONFIG_HZ)"),
+            )
+        }
+        Some((h, _)) => h,
+        None => 250,
+    };
+    let page_size = match r.size("machine.page_size")? {
+        Some((p, e)) if p != 4096 => {
+            return err(
+                &e.origin,
+                format!("`machine.page_size` = {p}; only 4096 is supported"),
+            )
+        }
+        Some((p, _)) => p,
+        None => 4096,
+    };
+    let anon = r.size("machine.anon")?.map(|x| x.0).unwrap_or(memory / 32);
+    let reserve = r.size("machine.reserve")?.map(|x| x.0);
+    if anon + reserve.unwrap_or(0) + (64 << 20) > memory {
+        return err(
+            &Origin::Builtin,
+            "machine.anon + machine.reserve leave less than 64 MiB for the page cache",
+        );
+    }
+    let cost = CpuCost {
+        syscall: r.cost("machine.cost.syscall", NSEC_PER_USEC / 2)?,
+        copy_per_kib: r.cost("machine.cost.copy_per_kib", 80)?,
+        page_cache_insert: r.cost("machine.cost.page_cache_insert", 300)?,
+        writeback_per_page: r.cost("machine.cost.writeback_per_page", 150)?,
+        bio_submit: r.cost("machine.cost.bio_submit", 2 * NSEC_PER_USEC)?,
+        bdp_call: r.cost("machine.cost.bdp_call", NSEC_PER_USEC)?,
+        wakeup: r.cost("machine.cost.wakeup", 3 * NSEC_PER_USEC)?,
+        sched_slice: r.cost("machine.cost.sched_slice", 3 * NSEC_PER_MSEC)?,
+    };
+    let machine = Machine {
+        memory,
+        cpus,
+        hz,
+        page_size,
+        anon,
+        reserve,
+        cost,
+    };
+
+    // vm sysctls, applied in document order with the kernel's rule that
+    // writing a *_bytes zeroes its *_ratio and vice versa.
+    let mut vm = Vm::default();
+    let mut writes: Vec<(usize, &str, u64)> = Vec::new();
+    if let Some((v, e)) = r.uint("vm.dirty_ratio", 0, 100)? {
+        writes.push((e.order, "dirty_ratio", v));
+    }
+    if let Some((v, e)) = r.uint("vm.dirty_background_ratio", 0, 100)? {
+        writes.push((e.order, "dirty_background_ratio", v));
+    }
+    if let Some((v, e)) = r.size("vm.dirty_bytes")? {
+        if v != 0 && v < 2 * page_size {
+            return err(
+                &e.origin,
+                format!(
+                    "`vm.dirty_bytes` = {v} is below the kernel's minimum of 2 pages ({})",
+                    2 * page_size
+                ),
+            );
+        }
+        writes.push((e.order, "dirty_bytes", v));
+    }
+    if let Some((v, e)) = r.size("vm.dirty_background_bytes")? {
+        writes.push((e.order, "dirty_background_bytes", v));
+    }
+    writes.sort_by_key(|w| w.0);
+    for (_, k, v) in writes {
+        match k {
+            "dirty_ratio" => {
+                vm.dirty_ratio = v;
+                vm.dirty_bytes = 0;
+            }
+            "dirty_bytes" => {
+                vm.dirty_bytes = v;
+                vm.dirty_ratio = 0;
+            }
+            "dirty_background_ratio" => {
+                vm.dirty_background_ratio = v;
+                vm.dirty_background_bytes = 0;
+            }
+            _ => {
+                vm.dirty_background_bytes = v;
+                vm.dirty_background_ratio = 0;
+            }
+        }
+    }
+    if let Some((v, _)) = r.uint("vm.dirty_expire_centisecs", 0, i32::MAX as u64)? {
+        vm.dirty_expire_centisecs = v;
+    }
+    if let Some((v, _)) = r.uint("vm.dirty_writeback_centisecs", 0, i32::MAX as u64)? {
+        vm.dirty_writeback_centisecs = v;
+    }
+
+    // devices
+    let mut devices = Vec::new();
+    let (mut n_loop, mut n_sd) = (0u32, 0u32);
+    for (dname, dorigin) in r.raw.names_under("devices") {
+        let p = |k: &str| format!("devices.{dname}.{k}");
+        let (ty, tye) = match r.choice(&p("type"), &["throttled", "disk"])? {
+            Some(x) => (x.0, x.1.origin),
+            None => return err(&dorigin, format!("device `{dname}` has no `type`; expected `type = \"throttled\"` or `type = \"disk\"`")),
+        };
+        let kind = if ty == "throttled" {
+            let write_bps = match r.rate(&p("write_bps"))? {
+                Some((0, e)) => {
+                    return err(&e.origin, "`write_bps` must be > 0 for a throttled device")
+                }
+                Some((v, _)) => v,
+                None => {
+                    return err(
+                        &tye,
+                        format!("throttled device `{dname}` needs `write_bps`, e.g. \"50MiB/s\""),
+                    )
+                }
+            };
+            let read_bps = r.rate(&p("read_bps"))?.map(|x| x.0).unwrap_or(0);
+            DeviceKind::Throttled {
+                write_bps,
+                read_bps,
+            }
+        } else {
+            let bandwidth = match r.rate(&p("bandwidth"))? {
+                Some((0, e)) => return err(&e.origin, "`bandwidth` must be > 0"),
+                Some((v, _)) => v,
+                None => 150 << 20,
+            };
+            DeviceKind::Disk {
+                bandwidth,
+                iops: r
+                    .uint(&p("iops"), 1, 100_000_000)?
+                    .map(|x| x.0)
+                    .unwrap_or(200),
+                latency: r
+                    .duration(&p("latency"))?
+                    .map(|x| x.0)
+                    .unwrap_or(4 * NSEC_PER_MSEC),
+                queue_depth: r
+                    .uint(&p("queue_depth"), 1, 65536)?
+                    .map(|x| x.0 as u32)
+                    .unwrap_or(32),
+            }
+        };
+        let (dmaj, dmin) = match &kind {
+            DeviceKind::Throttled { .. } => {
+                n_loop += 1;
+                (7, n_loop - 1)
+            }
+            DeviceKind::Disk { .. } => {
+                n_sd += 1;
+                (8, (n_sd - 1) * 16)
+            }
+        };
+        let (major, minor) = match r.string(&p("devno"), "\"MAJOR:MINOR\" such as \"7:0\"")? {
+            None => (dmaj, dmin),
+            Some((s, e)) => {
+                let parsed = s.split_once(':').and_then(|(a, b)| {
+                    Some((a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?))
+                });
+                match parsed {
+                    Some(x) => x,
+                    None => {
+                        return err(
+                            &e.origin,
+                            format!("`devno` = \"{s}\"; expected \"MAJOR:MINOR\" such as \"7:0\""),
+                        )
+                    }
+                }
+            }
+        };
+        let size = r.size(&p("size"))?.map(|x| x.0).unwrap_or(1 << 40);
+        let max_hw = r
+            .uint(&p("queue.max_hw_sectors_kb"), 4, 1 << 20)?
+            .map(|x| x.0)
+            .unwrap_or(match &kind {
+                DeviceKind::Throttled { .. } => 1280,
+                DeviceKind::Disk { .. } => 32767,
+            });
+        let max_sectors_kb = match r.uint(&p("queue.max_sectors_kb"), 4, 1 << 20)? {
+            Some((v, e)) if v > max_hw => {
+                return err(
+                    &e.origin,
+                    format!("`queue.max_sectors_kb` = {v} exceeds max_hw_sectors_kb = {max_hw}"),
+                )
+            }
+            Some((v, _)) => v,
+            None => max_hw.min(1280),
+        };
+        devices.push(Device {
+            name: dname.clone(),
+            major,
+            minor,
+            size,
+            kind,
+            queue: Queue {
+                max_sectors_kb,
+                max_hw_sectors_kb: max_hw,
+            },
+        });
+    }
+
+    // filesystems
+    let mut filesystems = Vec::new();
+    let mut used = vec![false; devices.len()];
+    for (fname, forigin) in r.raw.names_under("filesystems") {
+        let p = |k: &str| format!("filesystems.{fname}.{k}");
+        let kind = match r.choice(&p("type"), &["ext4"])? {
+            Some(_) | None => FsKind::Ext4,
+        };
+        let device = match r.string(&p("device"), "a device name")? {
+            None => return err(&forigin, format!("filesystem `{fname}` has no `device`; expected `device = \"NAME\"` naming one of [devices]")),
+            Some((d, e)) => match devices.iter().position(|x| x.name == d) {
+                Some(i) => i,
+                None => {
+                    let known: Vec<_> = devices.iter().map(|x| x.name.as_str()).collect();
+                    return err(&e.origin, format!("filesystem `{fname}` names device `{d}`, which is not defined; expected one of {known:?}"));
+                }
+            },
+        };
+        if used[device] {
+            return err(
+                &forigin,
+                format!("device `{}` already has a filesystem", devices[device].name),
+            );
+        }
+        used[device] = true;
+        let max_folio = match r.size(&p("max_folio"))? {
+            Some((v, e)) if v < page_size || !v.is_power_of_two() || v > (2 << 20) => {
+                return err(
+                    &e.origin,
+                    format!("`max_folio` = {v}; expected a power of two from 4k to 2M"),
+                )
+            }
+            Some((v, _)) => v,
+            None => 2 << 20,
+        };
+        filesystems.push(Filesystem {
+            name: fname,
+            kind,
+            device,
+            max_folio,
+        });
+    }
+    if let Some(i) = used.iter().position(|u| !u) {
+        let d = &devices[i];
+        let origin = r
+            .raw
+            .tables
+            .get(&format!("devices.{}", d.name))
+            .cloned()
+            .unwrap_or(Origin::Builtin);
+        return err(&origin, format!("device `{}` is not named by any filesystem; add a [filesystems.NAME] with `device = \"{}\"` or remove it", d.name, d.name));
+    }
+
+    // run (read before jobs: the default dd runtime is the run's duration)
+    let duration = match r.duration("run.duration")? {
+        Some((0, e)) => return err(&e.origin, "`run.duration` must be > 0"),
+        Some((d, _)) => d,
+        None => 60 * NSEC_PER_SEC,
+    };
+    let seed = r
+        .uint("run.seed", 0, i64::MAX as u64)?
+        .map(|x| x.0)
+        .unwrap_or(1);
+    let warmup = match r.duration("run.warmup")? {
+        Some((w, e)) if w >= duration => {
+            return err(
+                &e.origin,
+                "`run.warmup` must be shorter than `run.duration`",
+            )
+        }
+        Some((w, _)) => w,
+        None => duration / 2,
+    };
+    let dirty_throttle =
+        match r.choice("run.dirty_throttle", &["io-less", "io-less-3.2", "legacy"])? {
+            Some((s, _)) if s == "io-less-3.2" => ThrottlePolicy::IoLess32,
+            Some((s, _)) if s == "legacy" => ThrottlePolicy::Legacy,
+            _ => ThrottlePolicy::IoLess,
+        };
+    let sample_interval = match r.duration("run.sample_interval")? {
+        Some((s, e)) if s < NSEC_PER_MSEC => {
+            return err(&e.origin, "`run.sample_interval` must be ≥ 1ms")
+        }
+        Some((s, _)) => s,
+        None => 100 * NSEC_PER_MSEC,
+    };
+    let run = Run {
+        duration,
+        seed,
+        warmup,
+        dirty_throttle,
+        sample_interval,
+    };
+
+    // jobs
+    let mut jobs = Vec::new();
+    for (jname, jorigin) in r.raw.names_under("jobs") {
+        let p = |k: &str| format!("jobs.{jname}.{k}");
+        let ty = match r.choice(&p("type"), &["dd"])? {
+            Some((t, _)) => t,
+            None if jname == "dd" || jname.starts_with("dd") => "dd".into(),
+            None => {
+                return err(
+                    &jorigin,
+                    format!("job `{jname}` has no `type`; expected `type = \"dd\"`"),
+                )
+            }
+        };
+        debug_assert_eq!(ty, "dd");
+        let filesystem =
+            match r.string(&p("filesystem"), "a filesystem name")? {
+                Some((f, e)) => match filesystems.iter().position(|x| x.name == f) {
+                    Some(i) => i,
+                    None => {
+                        return err(
+                            &e.origin,
+                            format!("job `{jname}` names filesystem `{f}`, which is not defined"),
+                        )
+                    }
+                },
+                None if filesystems.len() == 1 => 0,
+                None => return err(
+                    &jorigin,
+                    format!(
+                        "job `{jname}` needs `filesystem = \"NAME\"` (there are {} filesystems)",
+                        filesystems.len()
+                    ),
+                ),
+            };
+        let numjobs = r
+            .uint(&p("numjobs"), 1, 100_000)?
+            .map(|x| x.0 as u32)
+            .unwrap_or(1);
+        let bs = match r.size(&p("bs"))? {
+            Some((b, e)) if b == 0 || b % 512 != 0 || b > (64 << 20) => {
+                return err(
+                    &e.origin,
+                    format!("`bs` = {b}; expected a multiple of 512 bytes up to 64M"),
+                )
+            }
+            Some((b, _)) => b,
+            None => 512,
+        };
+        let size = match r.size(&p("size"))? {
+            Some((0, e)) => return err(&e.origin, "`size` must be > 0"),
+            Some((s, _)) => Some(s),
+            None => None,
+        };
+        let start = r.duration(&p("start"))?.map(|x| x.0).unwrap_or(0);
+        let runtime = r.duration(&p("runtime"))?.map(|x| x.0);
+        jobs.push(Job {
+            name: jname,
+            kind: JobKind::Dd { bs, size },
+            filesystem,
+            numjobs,
+            start,
+            runtime,
+        });
+    }
+
+    let trace = Trace {
+        events: match r.take("trace.events") {
+            None => TRACE_EVENTS[..4].iter().map(|s| s.to_string()).collect(),
+            Some(e) => match &e.val {
+                RawVal::Array(a) => {
+                    let mut out = Vec::new();
+                    for v in a {
+                        match v {
+                            RawVal::Str(s) if TRACE_EVENTS.contains(&s.as_str()) => {
+                                out.push(s.clone())
+                            }
+                            v => {
+                                return err(
+                                    &e.origin,
+                                    format!(
+                                        "`trace.events` contains {}; expected names from {:?}",
+                                        v.describe(),
+                                        TRACE_EVENTS
+                                    ),
+                                )
+                            }
+                        }
+                    }
+                    out
+                }
+                v => {
+                    return err(
+                        &e.origin,
+                        format!(
+                            "`trace.events`: found {}; expected an array of event names",
+                            v.describe()
+                        ),
+                    )
+                }
+            },
+        },
+    };
+    let scen_name = r
+        .string("name", "a name")?
+        .map(|x| x.0)
+        .unwrap_or_else(|| name.to_string());
+
+    if let Some((path, e)) = r.raw.first_leftover() {
+        let hint = match path.split('.').next().unwrap_or("") {
+            "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,cost.*}",
+            "vm" => "vm.{dirty_ratio,dirty_bytes,dirty_background_ratio,dirty_background_bytes,dirty_expire_centisecs,dirty_writeback_centisecs}",
+            "devices" => "devices.NAME.{type,write_bps,read_bps,bandwidth,iops,latency,queue_depth,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb}",
+            "filesystems" => "filesystems.NAME.{type,device,max_folio}",
+            "jobs" => "jobs.NAME.{type,filesystem,numjobs,bs,size,start,runtime}",
+            "run" => "run.{duration,seed,warmup,dirty_throttle,sample_interval}",
+            "trace" => "trace.events",
+            _ => "one of the sections machine, vm, devices, filesystems, jobs, run, trace",
+        };
+        return err(&e.origin, format!("unknown key `{path}`; expected {hint}"));
+    }
+    if jobs.is_empty() {
+        return err(
+            &Origin::Builtin,
+            "the scenario has no [jobs]; add one, e.g. [jobs.dd] with numjobs and bs",
+        );
+    }
+    Ok(Scenario {
+        name: scen_name,
+        machine,
+        vm,
+        devices,
+        filesystems,
+        jobs,
+        run,
+        trace,
+    })
+}
+
+impl Machine {
+    pub fn reserve_bytes(&self) -> u64 {
+        self.reserve.unwrap_or_else(|| default_reserve(self.memory))
+    }
+}

@@ -1,0 +1,194 @@
+//! The discrete-event engine: integer time, a jiffy clock, an ordered event
+//! queue and a seeded PRNG. Everything else in wbsim is kernel model; this is
+//! the only "simulator" machinery, kept small on purpose (in the spirit of
+//! SimPy's core: a clock, a heap of (time, seq, event), and a run loop).
+
+use rand_chacha::ChaCha8Rng;
+use rand_core::{RngCore, SeedableRng};
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// Simulated time in nanoseconds since boot.
+pub type Ns = u64;
+
+pub const NSEC_PER_USEC: Ns = 1_000;
+pub const NSEC_PER_MSEC: Ns = 1_000_000;
+pub const NSEC_PER_SEC: Ns = 1_000_000_000;
+
+/// The kernel's tick clock. `jiffies` is derived from nanosecond time, so the
+/// two can never disagree: jiffy `j` starts at `ceil(j * 1e9 / HZ)` ns.
+#[derive(Clone, Copy, Debug)]
+pub struct Jiffies {
+    pub hz: u64,
+}
+
+impl Jiffies {
+    /// The value of the `jiffies` variable at time `t`.
+    pub fn at(&self, t: Ns) -> u64 {
+        ((t as u128 * self.hz as u128) / NSEC_PER_SEC as u128) as u64
+    }
+    /// The time of the tick that starts jiffy `j`.
+    pub fn start_of(&self, j: u64) -> Ns {
+        let num = j as u128 * NSEC_PER_SEC as u128;
+        num.div_ceil(self.hz as u128) as Ns
+    }
+    /// Jiffies to milliseconds the way the writeback tracepoints convert
+    /// them: `x * 1000 / HZ` in C `long` arithmetic (truncation toward zero).
+    pub fn to_msecs(&self, j: i64) -> i64 {
+        j * 1000 / self.hz as i64
+    }
+}
+
+struct Entry<E> {
+    at: Ns,
+    seq: u64,
+    ev: E,
+}
+
+impl<E> PartialEq for Entry<E> {
+    fn eq(&self, o: &Self) -> bool {
+        self.at == o.at && self.seq == o.seq
+    }
+}
+impl<E> Eq for Entry<E> {}
+impl<E> PartialOrd for Entry<E> {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<E> Ord for Entry<E> {
+    // BinaryHeap is a max-heap: invert so the earliest (time, seq) pops first.
+    fn cmp(&self, o: &Self) -> Ordering {
+        o.at.cmp(&self.at).then(o.seq.cmp(&self.seq))
+    }
+}
+
+/// Events ordered by (time, sequence number). Two events at the same time
+/// fire in the order they were scheduled, so runs are reproducible.
+pub struct EventQueue<E> {
+    heap: BinaryHeap<Entry<E>>,
+    seq: u64,
+    now: Ns,
+    popped: u64,
+}
+
+impl<E> Default for EventQueue<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<E> EventQueue<E> {
+    pub fn new() -> Self {
+        EventQueue {
+            heap: BinaryHeap::new(),
+            seq: 0,
+            now: 0,
+            popped: 0,
+        }
+    }
+    pub fn now(&self) -> Ns {
+        self.now
+    }
+    /// Schedule `ev` at absolute time `at`. Scheduling in the past is a bug
+    /// in the model; it is clamped to now so time never goes backwards.
+    pub fn schedule(&mut self, at: Ns, ev: E) {
+        debug_assert!(at >= self.now, "event scheduled in the past");
+        let at = at.max(self.now);
+        self.seq += 1;
+        self.heap.push(Entry {
+            at,
+            seq: self.seq,
+            ev,
+        });
+    }
+    pub fn pop(&mut self) -> Option<(Ns, E)> {
+        let e = self.heap.pop()?;
+        assert!(e.at >= self.now, "time went backwards");
+        self.now = e.at;
+        self.popped += 1;
+        Some((e.at, e.ev))
+    }
+    pub fn peek_time(&self) -> Option<Ns> {
+        self.heap.peek().map(|e| e.at)
+    }
+    /// Number of events processed so far.
+    pub fn events_popped(&self) -> u64 {
+        self.popped
+    }
+    pub fn len(&self) -> usize {
+        self.heap.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+/// The seeded PRNG. ChaCha8 is portable and stable across platforms and
+/// crate versions of the 0.3 line, so a seed means the same stream everywhere.
+pub struct Prng(ChaCha8Rng);
+
+impl Prng {
+    pub fn new(seed: u64) -> Self {
+        Prng(ChaCha8Rng::seed_from_u64(seed))
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0.next_u64()
+    }
+    /// Uniform in [0, n).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fifo_at_equal_times_and_monotonic() {
+        let mut q = EventQueue::new();
+        q.schedule(10, 'a');
+        q.schedule(5, 'b');
+        q.schedule(10, 'c');
+        q.schedule(5, 'd');
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(order, vec![(5, 'b'), (5, 'd'), (10, 'a'), (10, 'c')]);
+    }
+
+    #[test]
+    fn jiffies_round_trip() {
+        for hz in [100, 250, 300, 1000] {
+            let j = Jiffies { hz };
+            for k in 0..2000u64 {
+                let t = j.start_of(k);
+                assert_eq!(j.at(t), k, "hz={hz} k={k}");
+                if t > 0 {
+                    assert_eq!(j.at(t - 1), k - 1);
+                }
+            }
+        }
+        assert_eq!(Jiffies { hz: 250 }.to_msecs(50), 200);
+        assert_eq!(Jiffies { hz: 250 }.to_msecs(-3), -12);
+    }
+
+    #[test]
+    fn prng_is_seeded() {
+        let a: Vec<u64> = {
+            let mut p = Prng::new(7);
+            (0..4).map(|_| p.next_u64()).collect()
+        };
+        let b: Vec<u64> = {
+            let mut p = Prng::new(7);
+            (0..4).map(|_| p.next_u64()).collect()
+        };
+        assert_eq!(a, b);
+        assert_ne!(a, {
+            let mut p = Prng::new(8);
+            (0..4).map(|_| p.next_u64()).collect::<Vec<_>>()
+        });
+    }
+}

@@ -1,0 +1,276 @@
+//! ftrace text output and the one parser that reads it.
+//!
+//! Lines are byte-compatible with a 6.18 kernel's `trace` file:
+//! `%16s-%-7d [%03d] %5s %5lu.%06lu: event: fields` (comm right-aligned to
+//! 16, pid left-aligned to 7, CPU, five latency flag characters, seconds and
+//! microseconds). `parse_line` reads both wbsim's lines and a kernel's.
+
+use crate::kernel::{Kernel, Pid};
+use crate::sim::{Ns, NSEC_PER_SEC, NSEC_PER_USEC};
+use std::fmt::Write as _;
+
+/// Which events are enabled (the instance's events/writeback/*/enable).
+#[derive(Clone, Debug, Default)]
+pub struct EventMask {
+    pub balance_dirty_pages: bool,
+    pub bdi_dirty_ratelimit: bool,
+    pub global_dirty_state: bool,
+    pub writeback_written: bool,
+    pub writeback_start: bool,
+    pub writeback_queue_io: bool,
+    pub writeback_wake_background: bool,
+    pub writeback_pages_written: bool,
+}
+
+impl EventMask {
+    pub fn from_names(names: &[String]) -> EventMask {
+        let mut m = EventMask::default();
+        for n in names {
+            match n.as_str() {
+                "balance_dirty_pages" => m.balance_dirty_pages = true,
+                "bdi_dirty_ratelimit" => m.bdi_dirty_ratelimit = true,
+                "global_dirty_state" => m.global_dirty_state = true,
+                "writeback_written" => m.writeback_written = true,
+                "writeback_start" => m.writeback_start = true,
+                "writeback_queue_io" => m.writeback_queue_io = true,
+                "writeback_wake_background" => m.writeback_wake_background = true,
+                "writeback_pages_written" => m.writeback_pages_written = true,
+                _ => {}
+            }
+        }
+        m
+    }
+}
+
+#[derive(Default)]
+pub struct Tracer {
+    pub on: EventMask,
+    pub buf: String,
+    pub lines: u64,
+}
+
+impl Tracer {
+    pub fn new(events: &[String]) -> Tracer {
+        Tracer {
+            on: EventMask::from_names(events),
+            buf: String::new(),
+            lines: 0,
+        }
+    }
+    pub fn disabled() -> Tracer {
+        Tracer::default()
+    }
+
+    /// The `trace` file: the nop tracer's header, then the lines.
+    pub fn render(&self, ncpus: u32) -> String {
+        let mut s = String::with_capacity(self.buf.len() + 1024);
+        let _ = writeln!(s, "# tracer: nop\n#");
+        let _ = writeln!(
+            s,
+            "# entries-in-buffer/entries-written: {}/{}   #P:{}",
+            self.lines, self.lines, ncpus
+        );
+        s.push_str(
+            "#\n\
+#                                _-----=> irqs-off/BH-disabled\n\
+#                               / _----=> need-resched\n\
+#                              | / _---=> hardirq/softirq\n\
+#                              || / _--=> preempt-depth\n\
+#                              ||| / _-=> migrate-disable\n\
+#                              |||| /     delay\n\
+#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n\
+#              | |         |   |||||     |         |\n",
+        );
+        s.push_str(&self.buf);
+        s
+    }
+}
+
+/// Append one line in ftrace's format.
+pub fn format_line(
+    buf: &mut String,
+    t: Ns,
+    comm: &str,
+    pid: u32,
+    cpu: usize,
+    event: &str,
+    args: std::fmt::Arguments,
+) {
+    let secs = t / NSEC_PER_SEC;
+    let usecs = (t % NSEC_PER_SEC) / NSEC_PER_USEC;
+    let _ = write!(
+        buf,
+        "{comm:>16}-{pid:<7} [{cpu:03}] ..... {secs:>5}.{usecs:06}: {event}: "
+    );
+    let _ = buf.write_fmt(args);
+    buf.push('\n');
+}
+
+impl Kernel {
+    pub fn trace_line(&mut self, pid: Pid, event: &str, args: std::fmt::Arguments) {
+        let t = &self.tasks[pid];
+        let now = self.q.now();
+        format_line(
+            &mut self.tracer.buf,
+            now,
+            &t.comm,
+            t.pid,
+            t.cpu,
+            event,
+            args,
+        );
+        self.tracer.lines += 1;
+    }
+}
+
+/// One parsed trace line.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Record {
+    pub comm: String,
+    pub pid: u32,
+    pub cpu: u32,
+    /// Timestamp in ns (microsecond precision).
+    pub ts: Ns,
+    pub event: String,
+    /// `bdi X:Y:` prefix, if any.
+    pub bdi: Option<String>,
+    /// Numeric `key=value` fields in order (string-valued fields such as
+    /// `reason=` are in `strs`).
+    pub fields: Vec<(String, i64)>,
+    pub strs: Vec<(String, String)>,
+    /// The rest of the line after `event: `.
+    pub body: String,
+}
+
+impl Record {
+    pub fn get(&self, k: &str) -> Option<i64> {
+        self.fields.iter().find(|(n, _)| n == k).map(|(_, v)| *v)
+    }
+}
+
+/// Parse a line of ftrace text (ours or a kernel's). Comment lines and
+/// lines that are not events give None.
+pub fn parse_line(line: &str) -> Option<Record> {
+    if line.starts_with('#') || line.trim().is_empty() {
+        return None;
+    }
+    // "<comm>-<pid> [<cpu>] <flags> <secs>.<usecs>: <event>: <body>"
+    let lb = line.find(" [")?;
+    let head = line[..lb].trim_start();
+    let dash = head.rfind('-')?;
+    let comm = head[..dash].to_string();
+    let pid: u32 = head[dash + 1..].trim().parse().ok()?;
+    let rest = &line[lb + 2..];
+    let rb = rest.find(']')?;
+    let cpu: u32 = rest[..rb].trim().parse().ok()?;
+    let rest = rest[rb + 1..].trim_start();
+    // optional flags field (absent when irq-info is off)
+    let mut it = rest.splitn(2, ' ');
+    let first = it.next()?;
+    let rest = if first.contains('.') && first.ends_with(':') {
+        rest
+    } else {
+        it.next()?.trim_start()
+    };
+    let colon = rest.find(": ")?;
+    let ts_s = &rest[..colon];
+    let (secs, usecs) = ts_s.split_once('.')?;
+    let ts = secs.trim().parse::<u64>().ok()? * NSEC_PER_SEC
+        + usecs.parse::<u64>().ok()? * NSEC_PER_USEC;
+    let rest = &rest[colon + 2..];
+    let (event, body) = match rest.find(": ") {
+        Some(i) => (&rest[..i], &rest[i + 2..]),
+        None => (rest.trim_end_matches(':'), ""),
+    };
+    let mut bdi = None;
+    let mut b = body;
+    if let Some(x) = b.strip_prefix("bdi ") {
+        if let Some(i) = x.find(": ") {
+            bdi = Some(x[..i].to_string());
+            b = &x[i + 2..];
+        }
+    }
+    let mut fields = Vec::new();
+    let mut strs = Vec::new();
+    for tok in b.split_whitespace() {
+        if let Some((k, v)) = tok.split_once('=') {
+            match v.parse::<i64>() {
+                Ok(n) => fields.push((k.to_string(), n)),
+                Err(_) => strs.push((k.to_string(), v.to_string())),
+            }
+        }
+    }
+    if fields.is_empty() && !b.contains('=') {
+        if let Ok(n) = b.trim().parse::<i64>() {
+            fields.push(("value".into(), n));
+        }
+    }
+    Some(Record {
+        comm,
+        pid,
+        cpu,
+        ts,
+        event: event.to_string(),
+        bdi,
+        fields,
+        strs,
+        body: body.to_string(),
+    })
+}
+
+/// Parse a whole trace file.
+pub fn parse(text: &str) -> Vec<Record> {
+    text.lines().filter_map(parse_line).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_matches_kernel_layout() {
+        let mut s = String::new();
+        format_line(
+            &mut s,
+            208_191_140_123,
+            "<...>",
+            3025,
+            1,
+            "tracing_mark_write",
+            format_args!("hello"),
+        );
+        assert_eq!(
+            s,
+            "           <...>-3025    [001] .....   208.191140: tracing_mark_write: hello\n"
+        );
+    }
+
+    #[test]
+    fn parses_kernel_lines() {
+        let l = "              dd-4242    [000] .....  1234.567890: balance_dirty_pages: bdi 7:0: limit=51200 setpoint=44800 dirty=45000 wb_setpoint=44700 wb_dirty=44990 dirty_ratelimit=5120 task_ratelimit=5000 dirtied=256 dirtied_pause=32 paused=0 pause=40 period=48 think=8 cgroup_ino=1";
+        let r = parse_line(l).unwrap();
+        assert_eq!(r.comm, "dd");
+        assert_eq!(r.pid, 4242);
+        assert_eq!(r.ts, 1_234_567_890_000);
+        assert_eq!(r.event, "balance_dirty_pages");
+        assert_eq!(r.bdi.as_deref(), Some("7:0"));
+        assert_eq!(r.get("pause"), Some(40));
+        assert_eq!(r.get("cgroup_ino"), Some(1));
+        let k = "     kworker/u4:1-123     [001] .....    12.000004: writeback_written: bdi 7:0: sb_dev 0:0 nr_pages=9223372036854765 sync_mode=0 kupdate=0 range_cyclic=1 background=1 reason=background cgroup_ino=1";
+        let r = parse_line(k).unwrap();
+        assert_eq!(r.comm, "kworker/u4:1");
+        assert_eq!(
+            r.strs,
+            vec![("reason".to_string(), "background".to_string())]
+        );
+        let g = "           <...>-3025    [001] ...1.   208.191140: global_dirty_state: dirty=1 writeback=2 bg_thresh=3 thresh=4 limit=5 dirtied=6 written=7";
+        let r = parse_line(g).unwrap();
+        assert_eq!(r.get("written"), Some(7));
+        assert!(parse_line("# tracer: nop").is_none());
+        // a comm with a dash in it
+        let d = "  kworker/0:1-abc-77      [000] .....     0.000001: writeback_pages_written: 12";
+        let r = parse_line(d).unwrap();
+        assert_eq!((r.comm.as_str(), r.pid), ("kworker/0:1-abc", 77));
+        assert_eq!(r.get("value"), Some(12));
+    }
+}

@@ -1,0 +1,146 @@
+//! `dd if=/dev/zero of=FILE bs=BS [count=...]`: a buffered sequential writer.
+//!
+//! Each write() copies `bs` bytes into the page cache. With large folios
+//! (6.x ext4) the kernel dirties up to a whole folio before it calls
+//! `balance_dirty_pages_ratelimited`, so the throttle is checked once per
+//! min(bs, max_folio); with 4 KiB folios it is checked after every page. The
+//! writer runs in batches that end exactly where the next check would
+//! enter `balance_dirty_pages`, so a batch is one event, not one per page.
+
+use crate::kernel::{Action, InodeId, Kernel, Pid};
+use crate::sim::Ns;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    /// About to compute and run the next batch of writes.
+    Ready,
+    /// A batch of `pages` has just used its CPU time; dirty them now.
+    Dirtying {
+        pages: u64,
+    },
+    /// Sleeping in balance_dirty_pages; `rest` pages of the batch remain.
+    Throttled {
+        rest: u64,
+    },
+    Done,
+}
+
+pub struct DdWriter {
+    pub job: usize,
+    pub ino: InodeId,
+    pub sb: usize,
+    pub bs_pages: u64,
+    /// Pages dirtied per call of balance_dirty_pages_ratelimited.
+    pub unit_pages: u64,
+    /// Position (pages) in the file and the limit (None: unbounded).
+    pub pos: u64,
+    pub limit: Option<u64>,
+    pub end_time: Option<Ns>,
+    stage: Stage,
+    pub writes: u64,
+    pub bdp_sleeps: u64,
+}
+
+impl DdWriter {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        job: usize,
+        ino: InodeId,
+        sb: usize,
+        bs: u64,
+        size: Option<u64>,
+        end_time: Option<Ns>,
+        page_size: u64,
+        max_folio_pages: u64,
+    ) -> DdWriter {
+        let bs_pages = bs.div_ceil(page_size).max(1);
+        DdWriter {
+            job,
+            ino,
+            sb,
+            bs_pages,
+            unit_pages: bs_pages.min(max_folio_pages).max(1),
+            pos: 0,
+            limit: size.map(|s| s.div_ceil(page_size)),
+            end_time,
+            stage: Stage::Ready,
+            writes: 0,
+            bdp_sleeps: 0,
+        }
+    }
+}
+
+impl Kernel {
+    pub fn dd_step(&mut self, pid: Pid, d: &mut DdWriter) -> Action {
+        let wb = self.sbs[d.sb].wb;
+        loop {
+            match d.stage {
+                Stage::Done => return Action::Exit,
+                Stage::Throttled { rest } => {
+                    if let Some(at) = self.balance_dirty_pages_resume(pid, wb) {
+                        d.bdp_sleeps += 1;
+                        return Action::SleepUntil(at);
+                    }
+                    d.stage = if rest > 0 {
+                        Stage::Dirtying { pages: rest }
+                    } else {
+                        Stage::Ready
+                    };
+                }
+                Stage::Dirtying { pages } => {
+                    // The batch: whole units, the last of which ends with the
+                    // check that may enter balance_dirty_pages.
+                    let mut left = pages;
+                    while left > 0 {
+                        let n = d.unit_pages.min(left);
+                        self.filemap_dirty_range(pid, d.ino, d.pos, n);
+                        d.pos += n;
+                        left -= n;
+                        let ps = self.page_size();
+                        self.tasks[pid].wchar += n * ps;
+                        if let Some(at) = self.balance_dirty_pages_ratelimited(pid, wb) {
+                            // Normally the batch's last unit; if the limits moved
+                            // mid-batch, the rest is dirtied after the sleep.
+                            d.stage = Stage::Throttled { rest: left };
+                            d.bdp_sleeps += 1;
+                            return Action::SleepUntil(at);
+                        }
+                    }
+                    d.stage = Stage::Ready;
+                }
+                Stage::Ready => {
+                    let now = self.now();
+                    if d.end_time.is_some_and(|e| now >= e) || d.limit.is_some_and(|l| d.pos >= l) {
+                        d.stage = Stage::Done;
+                        continue;
+                    }
+                    // units until the next check enters balance_dirty_pages
+                    let until = self.pages_until_bdp_check(pid, wb);
+                    let mut units = until.div_ceil(d.unit_pages).max(1);
+                    if let Some(l) = d.limit {
+                        units = units.min((l - d.pos).div_ceil(d.unit_pages));
+                    }
+                    let pages = units * d.unit_pages;
+                    // write() calls that start inside this batch
+                    let first = d.pos.div_ceil(d.bs_pages);
+                    let last = (d.pos + pages).div_ceil(d.bs_pages);
+                    let syscalls = last - first;
+                    d.writes += syscalls;
+                    let c = &self.sc.machine.cost;
+                    let kib = pages * self.page_size() / 1024;
+                    // dd: read() from /dev/zero fills the buffer (clear_user),
+                    // write() copies it into the page cache.
+                    let sys = syscalls * 2 * c.syscall
+                        + kib * 2 * c.copy_per_kib
+                        + pages * c.page_cache_insert
+                        + c.bdp_call;
+                    d.stage = Stage::Dirtying { pages };
+                    return Action::Cpu {
+                        user: syscalls * 200,
+                        sys,
+                    };
+                }
+            }
+        }
+    }
+}

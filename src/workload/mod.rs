@@ -1,0 +1,39 @@
+//! Workloads: the programs users run, as tasks on the simulated machine.
+
+pub mod dd;
+
+use crate::kernel::{Body, Kernel};
+use crate::scenario::JobKind;
+
+impl Kernel {
+    /// Create every job's tasks; each starts at its job's `start` time.
+    pub fn workload_init(&mut self) {
+        for (ji, job) in self.sc.jobs.clone().iter().enumerate() {
+            match job.kind {
+                JobKind::Dd { bs, size } => {
+                    let sb = job.filesystem;
+                    for _ in 0..job.numjobs {
+                        let ino = self.create_inode(sb);
+                        let ps = self.page_size();
+                        let end_time = job.runtime.map(|r| job.start + r);
+                        let w = dd::DdWriter::new(
+                            ji,
+                            ino,
+                            sb,
+                            bs,
+                            size,
+                            end_time,
+                            ps,
+                            self.sbs[sb].max_folio_pages,
+                        );
+                        let pid = self.new_task("dd".into(), Body::Dd(Box::new(w)), Some(ji));
+                        let at = job.start;
+                        self.tasks[pid].gen += 1;
+                        let gen = self.tasks[pid].gen;
+                        self.q.schedule(at, crate::kernel::Ev::Wake { pid, gen });
+                    }
+                }
+            }
+        }
+    }
+}
