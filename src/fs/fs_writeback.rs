@@ -10,7 +10,7 @@
 
 use super::{WbList, I_DIRTY_PAGES, I_SYNC, I_SYNC_QUEUED};
 use crate::kernel::{Action, Ev, InodeId, Kernel, Pid, WbId};
-use crate::sim::{Ns, NSEC_PER_MSEC};
+use crate::sim::Ns;
 
 /// `enum wb_reason`, with the tracepoint's symbolic names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,10 +116,9 @@ impl Kernel {
 
     /// `wb_wakeup_delayed`: run it `dirty_writeback_interval` from now.
     pub fn wb_wakeup_delayed(&mut self, wb: WbId) {
-        let iv = self.sc.vm.dirty_writeback_centisecs * 10 * NSEC_PER_MSEC;
-        // msecs_to_jiffies then a timer on the jiffy wheel
-        let j = self.jiffies() + self.writeback_interval_j().max(if iv > 0 { 1 } else { 0 });
-        let at = self.jif.start_of(j);
+        // queue_delayed_work(bdi_wq, &wb->dwork, msecs_to_jiffies(interval))
+        let j = self.jiffies() + self.writeback_interval_j();
+        let at = self.timer_fire_time(j);
         self.wb_queue_dwork(wb, at, false);
     }
 

@@ -4,6 +4,7 @@
 //! `fs::fs_writeback`, `block::*`, `drivers::*`, as `impl Kernel` blocks.
 
 pub mod sched;
+pub mod time;
 
 use crate::block::{Bio, BlockDev};
 use crate::fs::fs_writeback::FlusherState;

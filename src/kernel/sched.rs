@@ -108,7 +108,10 @@ impl Kernel {
                 t.nvcsw += 1;
                 t.gen += 1;
                 let gen = t.gen;
-                self.q.schedule(at.max(self.q.now()), Ev::Wake { pid, gen });
+                let j = self.sc.machine.cost.wakeup_jitter;
+                let jitter = if j > 0 { self.rng.below(j) } else { 0 };
+                self.q
+                    .schedule(at.max(self.q.now()) + jitter, Ev::Wake { pid, gen });
                 self.schedule_next(cpu);
             }
             Action::Block => {

@@ -390,7 +390,9 @@ impl Kernel {
     /// `wb_dirty_limits`.
     fn wb_dirty_limits(&mut self, wb: WbId, dtc: &mut Dtc) {
         dtc.wb_thresh = self.wb_calc_thresh(wb, dtc.thresh);
-        dtc.wb_bg_thresh = (dtc.wb_thresh * dtc.bg_thresh).checked_div(dtc.thresh).unwrap_or(0);
+        dtc.wb_bg_thresh = (dtc.wb_thresh * dtc.bg_thresh)
+            .checked_div(dtc.thresh)
+            .unwrap_or(0);
         let w = &self.wbs[wb];
         dtc.wb_dirty = w.reclaimable + w.writeback;
     }
@@ -497,9 +499,8 @@ impl Kernel {
             return;
         }
         self.wbs[wb].bw_dwork_pending = true;
-        let at = self
-            .jif
-            .start_of(self.jiffies() + max_pause_jiffies(self.hz()));
+        // queue_delayed_work(bdi_wq, &wb->bw_dwork, BANDWIDTH_INTERVAL)
+        let at = self.timer_fire_time(self.jiffies() + max_pause_jiffies(self.hz()));
         self.q.schedule(at, Ev::BwDwork { wb });
     }
 
@@ -522,7 +523,8 @@ impl Kernel {
                 pt = 1;
             }
             self.dom.period_time = pt;
-            self.q.schedule(self.jif.start_of(pt), Ev::WriteoutPeriod);
+            self.q
+                .schedule(self.timer_fire_time(pt), Ev::WriteoutPeriod);
         }
     }
 
@@ -534,7 +536,7 @@ impl Kernel {
         let miss = (now - self.dom.period_time.min(now)) / period;
         if self.dom.completions.new_period(miss + 1) {
             self.dom.period_time += (miss + 1) * period;
-            let at = self.jif.start_of(self.dom.period_time);
+            let at = self.timer_fire_time(self.dom.period_time);
             self.q.schedule(at, Ev::WriteoutPeriod);
         } else {
             self.dom.period_time = 0;
@@ -704,7 +706,8 @@ impl Kernel {
         };
         self.tasks[pid].bdp = Some(call);
         // io_schedule_timeout(pause): the timer fires at the tick jiffies+pause
-        Some(self.jif.start_of(self.jiffies() + pause as u64))
+        // io_schedule_timeout(pause): a timer-wheel timer for jiffies + pause
+        Some(self.timer_fire_time(self.jiffies() + pause as u64))
     }
 
     /// The rest of a `balance_dirty_pages` call after its sleep. Returns the
@@ -798,8 +801,18 @@ mod tests {
         let (freerun, limit) = (38_400u64, 51_200u64);
         let sp = (freerun + limit) / 2; // 44800
         assert_eq!(pos_ratio_polynom(sp, sp, limit), 1024);
-        assert_eq!(pos_ratio_polynom(sp, limit, limit), 0);
-        assert_eq!(pos_ratio_polynom(sp, freerun, limit), 2048);
+        // At the limit the cubic is not quite 0 because of the `| 1`:
+        // x = (-6400<<10)/6401 = -1023; (-1023)^2>>10 = 1022;
+        // 1022*-1023>>10 = floor(-1021.002) = -1022; 1024 - 1022 = 2.
+        // (wb_position_ratio returns 0 before this for dirty >= limit.)
+        assert_eq!(pos_ratio_polynom(sp, limit, limit), 2);
+        // At freerun: x = (6400<<10)/6401 = 1023; 1023^2>>10 = 1022;
+        // 1022*1023>>10 = 1021; 1024 + 1021 = 2045 (just under the 2.0 clamp).
+        assert_eq!(pos_ratio_polynom(sp, freerun, limit), 2045);
+        // far below freerun the clamp applies
+        assert_eq!(pos_ratio_polynom(sp, 0, limit), 2048);
+        // far above the limit, clamped at 0
+        assert_eq!(pos_ratio_polynom(sp, 80_000, limit), 0);
         // dirty = 46400: x = (-1600<<10)/(6400|1) = -1638400/6401 = -255 (trunc)
         // p = -255; p*x>>10 = 65025>>10 = 63; 63*-255 = -16065 >> 10 = -16 (floor)
         // 1024 - 16 = 1008
@@ -914,9 +927,10 @@ mod tests {
             wb_min_pause(1000, 25_600, 25_600, 200, 25_600, 25_600),
             (6, 250)
         );
-        // 10 dd: R = 1280 pages/s: hi=14, lo=10 -> t = 2 + 4*2500/1024 = 2 + 9 = 11
-        // pages = 1280*11/256 = 55; min_pause = 1 + 11/2 = 6
-        assert_eq!(wb_min_pause(250, 12_800, 1_280, 50, 1_280, 1_280), (6, 55));
+        // 10 dd: R = 1280 pages/s: hi = ilog2(12800) = 13, lo = 10 ->
+        // t = 2 + 3*2500/1024 = 2 + 7 = 9; pages = 1280*9/256 = 45;
+        // min_pause = 1 + 9/2 = 5
+        assert_eq!(wb_min_pause(250, 12_800, 1_280, 50, 1_280, 1_280), (5, 45));
         // tiny rate: pages < 32 -> t = max_pause, pages capped at 32
         // R = 100: pages = 100*50/256 = 19 < 32 -> stays 19, t = 50
         assert_eq!(wb_min_pause(250, 12_800, 100, 50, 100, 100), (50, 19));

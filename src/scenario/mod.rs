@@ -47,6 +47,9 @@ pub struct CpuCost {
     pub bdp_call: Ns,
     /// A wakeup plus a context switch in.
     pub wakeup: Ns,
+    /// Timer wakeups land up to this long after their tick (softirq and
+    /// scheduling latency), drawn from the seeded PRNG.
+    pub wakeup_jitter: Ns,
     /// CFS/EEVDF slice before a busy task is preempted by a waiting one.
     pub sched_slice: Ns,
 }
@@ -107,6 +110,21 @@ pub struct Queue {
     pub max_hw_sectors_kb: u64,
 }
 
+/// The bdi's sysfs knobs and its starting state. The kernel keeps a
+/// device's bandwidth estimate and dirty_ratelimit for as long as the
+/// device exists, so a run on a warm device starts from its last values;
+/// these let a scenario start from a known state (default: a fresh device,
+/// INIT_BW = 100 MiB/s for both).
+#[derive(Clone, Debug, Default)]
+pub struct BdiConf {
+    pub min_ratio: u64,
+    pub max_ratio: u64,
+    /// Initial `write_bandwidth` and `avg_write_bandwidth` (bytes/s).
+    pub write_bandwidth: Option<u64>,
+    /// Initial `dirty_ratelimit` and `balanced_dirty_ratelimit` (bytes/s).
+    pub dirty_ratelimit: Option<u64>,
+}
+
 #[derive(Clone, Debug)]
 pub struct Device {
     pub name: String,
@@ -115,6 +133,7 @@ pub struct Device {
     pub size: u64,
     pub kind: DeviceKind,
     pub queue: Queue,
+    pub bdi: BdiConf,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -461,6 +480,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         bio_submit: r.cost("machine.cost.bio_submit", 2 * NSEC_PER_USEC)?,
         bdp_call: r.cost("machine.cost.bdp_call", NSEC_PER_USEC)?,
         wakeup: r.cost("machine.cost.wakeup", 3 * NSEC_PER_USEC)?,
+        wakeup_jitter: r.cost("machine.cost.wakeup_jitter", 30 * NSEC_PER_USEC)?,
         sched_slice: r.cost("machine.cost.sched_slice", 3 * NSEC_PER_MSEC)?,
     };
     let machine = Machine {
@@ -620,8 +640,29 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             Some((v, _)) => v,
             None => max_hw.min(1280),
         };
+        let min_ratio = r
+            .uint(&p("bdi.min_ratio"), 0, 100)?
+            .map(|x| x.0)
+            .unwrap_or(0);
+        let max_ratio = match r.uint(&p("bdi.max_ratio"), 0, 100)? {
+            Some((v, e)) if v < min_ratio => {
+                return err(
+                    &e.origin,
+                    format!("`bdi.max_ratio` = {v} is below `bdi.min_ratio` = {min_ratio}"),
+                )
+            }
+            Some((v, _)) => v,
+            None => 100,
+        };
+        let bdi = BdiConf {
+            min_ratio,
+            max_ratio,
+            write_bandwidth: r.rate(&p("bdi.write_bandwidth"))?.map(|x| x.0.max(1)),
+            dirty_ratelimit: r.rate(&p("bdi.dirty_ratelimit"))?.map(|x| x.0.max(1)),
+        };
         devices.push(Device {
             name: dname.clone(),
+            bdi,
             major,
             minor,
             size,
@@ -742,26 +783,27 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             }
         };
         debug_assert_eq!(ty, "dd");
-        let filesystem =
-            match r.string(&p("filesystem"), "a filesystem name")? {
-                Some((f, e)) => match filesystems.iter().position(|x| x.name == f) {
-                    Some(i) => i,
-                    None => {
-                        return err(
-                            &e.origin,
-                            format!("job `{jname}` names filesystem `{f}`, which is not defined"),
-                        )
-                    }
-                },
-                None if filesystems.len() == 1 => 0,
-                None => return err(
+        let filesystem = match r.string(&p("filesystem"), "a filesystem name")? {
+            Some((f, e)) => match filesystems.iter().position(|x| x.name == f) {
+                Some(i) => i,
+                None => {
+                    return err(
+                        &e.origin,
+                        format!("job `{jname}` names filesystem `{f}`, which is not defined"),
+                    )
+                }
+            },
+            None if filesystems.len() == 1 => 0,
+            None => {
+                return err(
                     &jorigin,
                     format!(
                         "job `{jname}` needs `filesystem = \"NAME\"` (there are {} filesystems)",
                         filesystems.len()
                     ),
-                ),
-            };
+                )
+            }
+        };
         let numjobs = r
             .uint(&p("numjobs"), 1, 100_000)?
             .map(|x| x.0 as u32)
@@ -839,7 +881,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         let hint = match path.split('.').next().unwrap_or("") {
             "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,cost.*}",
             "vm" => "vm.{dirty_ratio,dirty_bytes,dirty_background_ratio,dirty_background_bytes,dirty_expire_centisecs,dirty_writeback_centisecs}",
-            "devices" => "devices.NAME.{type,write_bps,read_bps,bandwidth,iops,latency,queue_depth,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb}",
+            "devices" => "devices.NAME.{type,write_bps,read_bps,bandwidth,iops,latency,queue_depth,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,bdi.min_ratio,bdi.max_ratio,bdi.write_bandwidth,bdi.dirty_ratelimit}",
             "filesystems" => "filesystems.NAME.{type,device,max_folio}",
             "jobs" => "jobs.NAME.{type,filesystem,numjobs,bs,size,start,runtime}",
             "run" => "run.{duration,seed,warmup,dirty_throttle,sample_interval}",
