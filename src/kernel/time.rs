@@ -58,7 +58,9 @@ mod tests {
         assert_eq!(wheel_bucket_expiry(1001, 1000), 1002);
         // level 1 (63 <= delta < 504): next multiple of 8 above expires
         assert_eq!(wheel_bucket_expiry(1000 + 100, 1000), 1104);
-        assert_eq!(wheel_bucket_expiry(1000 + 1250, 1000), 2256); // 5 s at HZ=250: level 2, 64-jiffy buckets
+        // 5 s at HZ=250 (1250 jiffies): level 2, 64-jiffy buckets:
+        // ((2250 >> 6) + 1) << 6 = 36 * 64 = 2304
+        assert_eq!(wheel_bucket_expiry(1000 + 1250, 1000), 2304);
         assert_eq!(wheel_bucket_expiry(5, 10), 10);
     }
 }
