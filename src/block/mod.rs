@@ -38,6 +38,8 @@ pub struct DiskStats {
     pub in_flight: u64,
     pub bios_submitted: u64,
     pub bios_completed: u64,
+    /// Requests created (after splitting); = write_ios + in_flight.
+    pub requests_issued: u64,
 }
 
 pub enum Backend {
@@ -109,6 +111,7 @@ impl Kernel {
             let s = left.min(max);
             left -= s;
             self.devs[dev].stat.in_flight += 1;
+            self.devs[dev].stat.requests_issued += 1;
             match &mut self.devs[dev].backend {
                 Backend::Throttled(_) => {
                     // the loop device over tmpfs completes at once

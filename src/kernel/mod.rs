@@ -266,3 +266,79 @@ impl Kernel {
         b
     }
 }
+
+impl Kernel {
+    /// Check the model's accounting invariants; returns what is broken.
+    /// Used by the tests after every event.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let ps = self.page_size();
+        let total = self.sc.machine.memory / ps;
+        let vm = &self.vm;
+        if vm.nr_free_pages + vm.nr_file_pages + vm.nr_anon_pages != total {
+            return Err(format!(
+                "free {} + file {} + anon {} != total {}",
+                vm.nr_free_pages, vm.nr_file_pages, vm.nr_anon_pages, total
+            ));
+        }
+        if vm.nr_inactive_file + vm.nr_active_file != vm.nr_file_pages {
+            return Err("file LRU != nr_file_pages".into());
+        }
+        let (mut cached, mut dirty, mut wback) = (0u64, 0u64, 0u64);
+        for (i, ino) in self.inodes.iter().enumerate() {
+            let d = ino.dirty.count();
+            if d + ino.nr_writeback > ino.nr_cached {
+                return Err(format!(
+                    "inode {i}: dirty {d} + writeback {} > cached {}",
+                    ino.nr_writeback, ino.nr_cached
+                ));
+            }
+            let clean = ino.nr_cached - d - ino.nr_writeback;
+            if clean + d + ino.nr_writeback != ino.nr_cached {
+                return Err(format!("inode {i}: clean + dirty + writeback != cached"));
+            }
+            cached += ino.nr_cached;
+            dirty += d;
+            wback += ino.nr_writeback;
+        }
+        if cached != vm.nr_file_pages || dirty != vm.nr_dirty || wback != vm.nr_writeback {
+            return Err(format!(
+                "inode sums cached/dirty/writeback {cached}/{dirty}/{wback} != vmstat {}/{}/{}",
+                vm.nr_file_pages, vm.nr_dirty, vm.nr_writeback
+            ));
+        }
+        let wr: u64 = self.wbs.iter().map(|w| w.reclaimable).sum();
+        let ww: u64 = self.wbs.iter().map(|w| w.writeback).sum();
+        if wr != vm.nr_dirty || ww != vm.nr_writeback {
+            return Err(format!(
+                "wb stats {wr}/{ww} != vmstat {}/{}",
+                vm.nr_dirty, vm.nr_writeback
+            ));
+        }
+        if vm.nr_dirtied < vm.nr_written + vm.nr_dirty + vm.nr_writeback {
+            return Err("nr_dirtied < nr_written + dirty + writeback".into());
+        }
+        for (i, d) in self.devs.iter().enumerate() {
+            let live = self.bios.iter().flatten().filter(|b| b.dev == i).count() as u64;
+            if d.stat.bios_submitted != d.stat.bios_completed + live {
+                return Err(format!(
+                    "dev {}: bios submitted {} != completed {} + in flight {live}",
+                    d.name, d.stat.bios_submitted, d.stat.bios_completed
+                ));
+            }
+            if d.stat.requests_issued != d.stat.write_ios + d.stat.in_flight {
+                return Err(format!(
+                    "dev {}: requests issued {} != completed {} + in flight {}",
+                    d.name, d.stat.requests_issued, d.stat.write_ios, d.stat.in_flight
+                ));
+            }
+        }
+        for (i, c) in self.cpus.iter().enumerate() {
+            if let Some(p) = c.cur {
+                if self.tasks[p].state != RunState::Running || self.tasks[p].cpu != i {
+                    return Err(format!("cpu {i} runs task {p} which is not running there"));
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -91,12 +91,23 @@ impl Kernel {
                     // The batch: whole units, the last of which ends with the
                     // check that may enter balance_dirty_pages.
                     let mut left = pages;
+                    let ps = self.page_size();
+                    // Units whose check cannot reach balance_dirty_pages are
+                    // dirtied in one step (the check does nothing for them).
+                    let until = self.pages_until_bdp_check(pid, wb);
+                    let quiet = ((until - 1) / d.unit_pages * d.unit_pages)
+                        .min(left.saturating_sub(d.unit_pages));
+                    if quiet > 0 {
+                        self.filemap_dirty_range(pid, d.ino, d.pos, quiet);
+                        d.pos += quiet;
+                        left -= quiet;
+                        self.tasks[pid].wchar += quiet * ps;
+                    }
                     while left > 0 {
                         let n = d.unit_pages.min(left);
                         self.filemap_dirty_range(pid, d.ino, d.pos, n);
                         d.pos += n;
                         left -= n;
-                        let ps = self.page_size();
                         self.tasks[pid].wchar += n * ps;
                         if let Some(at) = self.balance_dirty_pages_ratelimited(pid, wb) {
                             // Normally the batch's last unit; if the limits moved

@@ -1,0 +1,219 @@
+//! The `wbsim` binary end to end: determinism, the default scenario's
+//! acceptance figures, and bad input (exit code 2, file:line, what was found
+//! and what is expected).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn wbsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wbsim"))
+        .args(args)
+        .output()
+        .expect("run wbsim")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("wbsim-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn run_to(dir: &Path, extra: &[&str]) {
+    let mut a = vec!["run", "--quiet", "--out", dir.to_str().unwrap()];
+    a.extend_from_slice(extra);
+    let o = wbsim(&a);
+    assert!(
+        o.status.success(),
+        "wbsim failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+#[test]
+fn same_scenario_and_seed_are_byte_identical() {
+    let (a, b, c) = (tmpdir("det-a"), tmpdir("det-b"), tmpdir("det-c"));
+    run_to(&a, &["--seed", "7", "--set", "run.duration=20s"]);
+    run_to(&b, &["--seed", "7", "--set", "run.duration=20s"]);
+    run_to(&c, &["--seed", "8", "--set", "run.duration=20s"]);
+    for f in ["trace.txt", "summary.json", "vmstat"] {
+        let x = std::fs::read(a.join(f)).unwrap();
+        let y = std::fs::read(b.join(f)).unwrap();
+        assert!(x.len() > 100, "{f} is nearly empty");
+        assert!(x == y, "{f} differs between two runs with the same seed");
+    }
+    let t1 = std::fs::read(a.join("trace.txt")).unwrap();
+    let t3 = std::fs::read(c.join("trace.txt")).unwrap();
+    assert!(
+        t1 != t3,
+        "a different seed should change the trace (wakeup jitter)"
+    );
+}
+
+#[test]
+fn default_scenario_meets_its_acceptance_figures() {
+    let d = tmpdir("default");
+    run_to(&d, &[]);
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("summary.json")).unwrap()).unwrap();
+    // device throughput within 1% of the 50 MiB/s cap
+    let mibs = s["devices"][0]["write_mib_s"].as_f64().unwrap();
+    assert!(
+        (mibs - 50.0).abs() <= 0.5,
+        "device wrote {mibs} MiB/s, cap 50"
+    );
+    // dirty pages stay under the hard limit in the steady window
+    let trace = std::fs::read_to_string(d.join("trace.txt")).unwrap();
+    let recs = wbsim::trace::parse(&trace);
+    let win0 = s["window"]["start_s"].as_f64().unwrap();
+    let mut seen = 0;
+    for r in recs
+        .iter()
+        .filter(|r| r.event == "balance_dirty_pages" && r.ts as f64 / 1e9 >= win0)
+    {
+        let (dirty, limit) = (r.get("dirty").unwrap(), r.get("limit").unwrap());
+        assert!(dirty < limit, "dirty {dirty} >= limit {limit} at {}", r.ts);
+        seen += 1;
+    }
+    assert!(
+        seen > 100,
+        "only {seen} balance_dirty_pages lines in the window"
+    );
+    let p90 = s["dirty_pages"]["p90"].as_f64().unwrap();
+    assert!(p90 < 51200.0, "sampled dirty p90 {p90}");
+    // the kernel's own files are there
+    let vmstat = std::fs::read_to_string(d.join("vmstat")).unwrap();
+    for k in [
+        "nr_dirty ",
+        "nr_writeback ",
+        "nr_dirtied ",
+        "nr_written ",
+        "nr_dirty_threshold 51200",
+    ] {
+        assert!(vmstat.contains(k), "vmstat lacks {k}");
+    }
+    assert!(trace.starts_with("# tracer: nop\n"));
+}
+
+#[test]
+fn check_accepts_the_default_and_examples() {
+    let o = wbsim(&["check"]);
+    assert!(o.status.success());
+    let o = wbsim(&["default-scenario"]);
+    let d = tmpdir("defscen");
+    let f = d.join("default.toml");
+    std::fs::write(&f, &o.stdout).unwrap();
+    let o = wbsim(&["check", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// Write `text` to a scenario file, run `wbsim check` on it, and return
+/// (exit code, stderr).
+fn check_file(name: &str, text: &str, extra: &[&str]) -> (i32, String, String) {
+    let d = tmpdir(name);
+    let f = d.join(format!("{name}.toml"));
+    std::fs::write(&f, text).unwrap();
+    let mut a = vec!["check", f.to_str().unwrap()];
+    a.extend_from_slice(extra);
+    let o = wbsim(&a);
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+        f.to_str().unwrap().to_string(),
+    )
+}
+
+const BASE: &str = "[devices.loop0]\ntype = \"throttled\"\nwrite_bps = \"50MiB/s\"\n\n[filesystems.scratch]\ndevice = \"loop0\"\n\n[jobs.dd]\nnumjobs = 2\nbs = \"1M\"\n";
+
+#[test]
+fn unknown_key() {
+    let (code, err, f) = check_file("unknown", &format!("{BASE}\n[vm]\ndirty_ratoi = 10\n"), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains(&format!("{f}:13:")), "{err}");
+    assert!(
+        err.contains("unknown key `vm.dirty_ratoi`") && err.contains("dirty_ratio"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_unit() {
+    let (code, err, f) = check_file("badunit", &BASE.replace("50MiB/s", "50MiBps/s"), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("{f}:3:")) && err.contains("write_bps") && err.contains("expected"),
+        "{err}"
+    );
+    let (code, err, _) = check_file("badunit2", &BASE.replace("\"1M\"", "\"1Q\""), &[]);
+    assert_eq!(code, 2);
+    assert!(err.contains("unknown size suffix `Q`"), "{err}");
+}
+
+#[test]
+fn negative_size() {
+    let (code, err, f) = check_file("neg", &format!("{BASE}size = \"-5M\"\n"), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("{f}:11:")) && err.contains("negative"),
+        "{err}"
+    );
+    let (code, err, _) = check_file("neg2", &format!("{BASE}size = -5\n"), &[]);
+    assert_eq!(code, 2);
+    assert!(err.contains("negative"), "{err}");
+}
+
+#[test]
+fn missing_file() {
+    let o = wbsim(&["run", "/nonexistent/dir/scenario.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("/nonexistent/dir/scenario.toml") && err.contains("cannot read"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_set_path() {
+    let (code, err, _) = check_file("setpath", BASE, &["--set", "vm.dirty_bites=200M"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("--set vm.dirty_bites=200M") && err.contains("unknown key"),
+        "{err}"
+    );
+    let o = wbsim(&["run", "--set", "nodots"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn device_that_no_filesystem_names() {
+    let text = format!("{BASE}\n[devices.sdb]\ntype = \"disk\"\n");
+    let (code, err, f) = check_file("orphan", &text, &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("{f}:12:")) && err.contains("`sdb` is not named by any filesystem"),
+        "{err}"
+    );
+    // and a filesystem naming a device that does not exist
+    let (code, err, f) = check_file(
+        "nodev",
+        &BASE.replace("device = \"loop0\"", "device = \"loop9\""),
+        &[],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("{f}:6:")) && err.contains("`loop9`, which is not defined"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_toml_and_no_panic() {
+    let (code, err, f) = check_file("syntax", "[machine\nmemory = 1\n", &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("{f}:1:")) && err.contains("invalid TOML"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"));
+}
