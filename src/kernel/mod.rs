@@ -139,7 +139,7 @@ impl Kernel {
     /// Build the machine described by `sc`: memory, devices, filesystems,
     /// flushers and the jobs' tasks. Nothing runs until `run`.
     pub fn new(sc: Scenario, tracer: Tracer) -> Kernel {
-        let jif = Jiffies { hz: sc.machine.hz };
+        let jif = Jiffies::new(sc.machine.hz);
         let ncpu = sc.machine.cpus as usize;
         let mut k = Kernel {
             q: EventQueue::new(),

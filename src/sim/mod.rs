@@ -16,20 +16,34 @@ pub const NSEC_PER_MSEC: Ns = 1_000_000;
 pub const NSEC_PER_SEC: Ns = 1_000_000_000;
 
 /// The kernel's tick clock. `jiffies` is derived from nanosecond time, so the
-/// two can never disagree: jiffy `j` starts at `ceil(j * 1e9 / HZ)` ns.
+/// two can never disagree: jiffy `base + j` starts at `ceil(j * 1e9 / HZ)` ns.
+/// As in the kernel, `jiffies` does not start at 0 but at `INITIAL_JIFFIES`
+/// (`base`), so no code can mistake an early timestamp for "never".
 #[derive(Clone, Copy, Debug)]
 pub struct Jiffies {
     pub hz: u64,
+    pub base: u64,
+}
+
+/// `INITIAL_JIFFIES` on 64-bit: `(unsigned long)(unsigned int)(-300 * HZ)`.
+pub fn initial_jiffies(hz: u64) -> u64 {
+    (1u64 << 32) - 300 * hz
 }
 
 impl Jiffies {
+    pub fn new(hz: u64) -> Jiffies {
+        Jiffies {
+            hz,
+            base: initial_jiffies(hz),
+        }
+    }
     /// The value of the `jiffies` variable at time `t`.
     pub fn at(&self, t: Ns) -> u64 {
-        ((t as u128 * self.hz as u128) / NSEC_PER_SEC as u128) as u64
+        self.base + ((t as u128 * self.hz as u128) / NSEC_PER_SEC as u128) as u64
     }
-    /// The time of the tick that starts jiffy `j`.
+    /// The time of the tick that starts jiffy `j` (0 for jiffies before boot).
     pub fn start_of(&self, j: u64) -> Ns {
-        let num = j as u128 * NSEC_PER_SEC as u128;
+        let num = j.saturating_sub(self.base) as u128 * NSEC_PER_SEC as u128;
         num.div_ceil(self.hz as u128) as Ns
     }
     /// Jiffies to milliseconds the way the writeback tracepoints convert
@@ -162,7 +176,7 @@ mod tests {
     #[test]
     fn jiffies_round_trip() {
         for hz in [100, 250, 300, 1000] {
-            let j = Jiffies { hz };
+            let j = Jiffies { hz, base: 0 };
             for k in 0..2000u64 {
                 let t = j.start_of(k);
                 assert_eq!(j.at(t), k, "hz={hz} k={k}");
@@ -171,8 +185,11 @@ mod tests {
                 }
             }
         }
-        assert_eq!(Jiffies { hz: 250 }.to_msecs(50), 200);
-        assert_eq!(Jiffies { hz: 250 }.to_msecs(-3), -12);
+        assert_eq!(Jiffies::new(250).to_msecs(50), 200);
+        assert_eq!(Jiffies::new(250).to_msecs(-3), -12);
+        let j = Jiffies::new(250);
+        assert_eq!(j.at(0), 4_294_892_296);
+        assert_eq!(j.start_of(j.at(0) + 50), 200_000_000);
     }
 
     #[test]
