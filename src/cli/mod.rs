@@ -1,5 +1,7 @@
 //! The `wbsim` command line.
 
+pub mod compare;
+
 use crate::output::{simulate, write_outputs};
 use crate::scenario::{Scenario, ScenarioError};
 use clap::{Parser, Subcommand};
@@ -58,6 +60,13 @@ enum Cmd {
     },
     /// Print the built-in default scenario
     DefaultScenario,
+    /// Before/after table of two runs' summary metrics
+    Compare {
+        /// First run's output directory (or its summary.json)
+        a: PathBuf,
+        /// Second run's output directory (or its summary.json)
+        b: PathBuf,
+    },
 }
 
 fn load(s: &ScenarioArgs) -> Result<Scenario, ScenarioError> {
@@ -86,6 +95,16 @@ pub fn main() -> i32 {
         }
     };
     match cli.cmd {
+        Cmd::Compare { a, b } => match compare::run(&a, &b) {
+            Ok(t) => {
+                print!("{t}");
+                0
+            }
+            Err(e) => {
+                eprintln!("wbsim: error: {e}");
+                2
+            }
+        },
         Cmd::DefaultScenario => {
             print!("{}", crate::scenario::DEFAULT_SCENARIO);
             0
