@@ -57,6 +57,9 @@ enum Cmd {
         /// Runs per measurement (the best is reported)
         #[arg(long, default_value_t = 5)]
         repeat: u32,
+        /// Measure with tracing off, on, or both
+        #[arg(long, default_value = "both", value_parser = ["off", "on", "both"])]
+        trace: String,
     },
     /// Print the built-in default scenario
     DefaultScenario,
@@ -155,12 +158,12 @@ pub fn main() -> i32 {
             }
             0
         }
-        Cmd::Bench { s, repeat } => {
+        Cmd::Bench { s, repeat, trace } => {
             let sc = match load(&s) {
                 Ok(sc) => sc,
                 Err(e) => return bad_input(&e),
             };
-            crate::cli::bench(&sc, repeat.max(1));
+            crate::cli::bench(&sc, repeat.max(1), &trace);
             0
         }
     }
@@ -214,8 +217,11 @@ fn print_human(r: &crate::output::RunResult, out: &std::path::Path) {
 }
 
 /// `wbsim bench`: simulated seconds per wall second, tracing off and on.
-pub fn bench(sc: &Scenario, repeat: u32) {
+pub fn bench(sc: &Scenario, repeat: u32, which: &str) {
     for (label, trace_on) in [("tracing off", false), ("tracing on", true)] {
+        if (which == "off" && trace_on) || (which == "on" && !trace_on) {
+            continue;
+        }
         let mut best = f64::INFINITY;
         let mut events = 0;
         for _ in 0..repeat {

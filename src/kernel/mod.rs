@@ -85,6 +85,12 @@ pub struct Task {
     /// CPU time still owed to the current burst, and its user share.
     pub burst_left: Ns,
     pub burst_user_left: Ns,
+    /// Woken: the task's logic runs when it gets a CPU, and the wakeup cost
+    /// is added to the burst it asks for.
+    pub woken: bool,
+    /// What to do once the current burst ends (set when a woken task
+    /// decided at once to sleep again: the burst is just the wakeup cost).
+    pub deferred: Option<Action>,
     pub nvcsw: u64,
     pub nivcsw: u64,
     pub utime: Ns,
@@ -187,6 +193,8 @@ impl Kernel {
             gen: 0,
             burst_left: 0,
             burst_user_left: 0,
+            woken: false,
+            deferred: None,
             nvcsw: 0,
             nivcsw: 0,
             utime: 0,

@@ -11,7 +11,11 @@ use crate::sim::Ns;
 pub struct Cpu {
     pub cur: Option<Pid>,
     pub gen: u64,
+    /// Length of the running slice event.
     pub slice: Ns,
+    /// When the current task got this CPU (its slice counts from here,
+    /// across consecutive bursts).
+    pub since: Ns,
     pub busy_ns: Ns,
 }
 
@@ -37,10 +41,37 @@ impl Kernel {
     }
 
     fn dispatch(&mut self, cpu: usize, pid: Pid) {
-        let slice = self.tasks[pid]
-            .burst_left
-            .min(self.sc.machine.cost.sched_slice)
-            .max(1);
+        if self.tasks[pid].woken {
+            // A woken task's logic continues as soon as it is on a CPU.
+            self.tasks[pid].woken = false;
+            self.cpus[cpu].cur = Some(pid);
+            self.tasks[pid].state = RunState::Running;
+            self.tasks[pid].cpu = cpu;
+            let w = self.sc.machine.cost.wakeup;
+            let t_action = self.task_step(pid);
+            let t = &mut self.tasks[pid];
+            match t_action {
+                Action::Cpu { user, sys } => {
+                    t.burst_left = user + sys + w;
+                    t.burst_user_left = user;
+                }
+                other => {
+                    t.burst_left = w;
+                    t.burst_user_left = 0;
+                    t.deferred = Some(other);
+                }
+            }
+        }
+        self.cpus[cpu].since = self.q.now();
+        self.run_burst(cpu, pid);
+    }
+
+    /// Run `pid`'s current burst on `cpu` until it ends or its slice is used up.
+    fn run_burst(&mut self, cpu: usize, pid: Pid) {
+        let now = self.q.now();
+        let used = now - self.cpus[cpu].since;
+        let left_in_slice = self.sc.machine.cost.sched_slice.saturating_sub(used).max(1);
+        let slice = self.tasks[pid].burst_left.min(left_in_slice).max(1);
         let c = &mut self.cpus[cpu];
         c.cur = Some(pid);
         c.gen += 1;
@@ -49,8 +80,20 @@ impl Kernel {
         let t = &mut self.tasks[pid];
         t.state = RunState::Running;
         t.cpu = cpu;
-        let at = self.q.now() + slice;
-        self.q.schedule(at, Ev::CpuSlice { cpu, gen });
+        self.q.schedule(now + slice, Ev::CpuSlice { cpu, gen });
+    }
+
+    /// The slice of the task on `cpu` is used up and others wait: preempt it.
+    fn should_preempt(&self, cpu: usize) -> bool {
+        !self.runqueue.is_empty()
+            && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice
+    }
+
+    fn preempt(&mut self, cpu: usize, pid: Pid) {
+        self.tasks[pid].nivcsw += 1;
+        self.tasks[pid].state = RunState::Runnable;
+        self.runqueue.push_back(pid);
+        self.schedule_next(cpu);
     }
 
     fn schedule_next(&mut self, cpu: usize) {
@@ -78,18 +121,21 @@ impl Kernel {
             t.burst_left -= slice;
         }
         if self.tasks[pid].burst_left > 0 {
-            if self.runqueue.is_empty() {
-                self.dispatch(cpu, pid);
+            if self.should_preempt(cpu) {
+                self.preempt(cpu, pid);
             } else {
-                self.tasks[pid].nivcsw += 1;
-                self.tasks[pid].state = RunState::Runnable;
-                self.runqueue.push_back(pid);
-                self.schedule_next(cpu);
+                if self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice {
+                    self.cpus[cpu].since = self.q.now(); // a new slice, nobody waiting
+                }
+                self.run_burst(cpu, pid);
             }
             return;
         }
         // The burst is done: the task's logic continues on this CPU.
-        let action = self.task_step(pid);
+        let action = match self.tasks[pid].deferred.take() {
+            Some(a) => a,
+            None => self.task_step(pid),
+        };
         self.apply_action(pid, cpu, action);
     }
 
@@ -99,8 +145,16 @@ impl Kernel {
                 let t = &mut self.tasks[pid];
                 t.burst_left = (user + sys).max(1);
                 t.burst_user_left = user;
-                // Continue on the same CPU: no switch (slices are per burst).
-                self.dispatch(cpu, pid);
+                // Continue on the same CPU unless the slice is used up and
+                // others wait.
+                if self.should_preempt(cpu) {
+                    self.preempt(cpu, pid);
+                } else {
+                    if self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice {
+                        self.cpus[cpu].since = self.q.now();
+                    }
+                    self.run_burst(cpu, pid);
+                }
             }
             Action::SleepUntil(at) => {
                 let t = &mut self.tasks[pid];
@@ -129,14 +183,19 @@ impl Kernel {
     }
 
     /// `wake_up_process`: a sleeping task becomes runnable and pays the
-    /// wakeup/switch cost before its logic continues.
+    /// wakeup/switch cost (added to its next burst) when it gets a CPU.
     pub fn wake_up_process(&mut self, pid: Pid) {
         if self.tasks[pid].state != RunState::Sleeping {
+            // Woken after deciding to block but before schedule(): the
+            // task does not sleep and its logic runs again instead.
+            if matches!(self.tasks[pid].deferred, Some(Action::Block)) {
+                self.tasks[pid].deferred = None;
+            }
             return;
         }
         self.tasks[pid].gen += 1;
-        let w = self.sc.machine.cost.wakeup;
-        self.cpu_request(pid, 0, w);
+        self.tasks[pid].woken = true;
+        self.cpu_request(pid, 0, 0);
     }
 
     /// Start a task that has never run.

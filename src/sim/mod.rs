@@ -5,8 +5,6 @@
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
 
 /// Simulated time in nanoseconds since boot.
 pub type Ns = u64;
@@ -39,7 +37,11 @@ impl Jiffies {
     }
     /// The value of the `jiffies` variable at time `t`.
     pub fn at(&self, t: Ns) -> u64 {
-        self.base + ((t as u128 * self.hz as u128) / NSEC_PER_SEC as u128) as u64
+        if NSEC_PER_SEC % self.hz == 0 {
+            self.base + t / (NSEC_PER_SEC / self.hz)
+        } else {
+            self.base + ((t as u128 * self.hz as u128) / NSEC_PER_SEC as u128) as u64
+        }
     }
     /// The time of the tick that starts jiffy `j` (0 for jiffies before boot).
     pub fn start_of(&self, j: u64) -> Ns {
@@ -53,34 +55,20 @@ impl Jiffies {
     }
 }
 
-struct Entry<E> {
-    at: Ns,
-    seq: u64,
-    ev: E,
-}
-
-impl<E> PartialEq for Entry<E> {
-    fn eq(&self, o: &Self) -> bool {
-        self.at == o.at && self.seq == o.seq
-    }
-}
-impl<E> Eq for Entry<E> {}
-impl<E> PartialOrd for Entry<E> {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl<E> Ord for Entry<E> {
-    // BinaryHeap is a max-heap: invert so the earliest (time, seq) pops first.
-    fn cmp(&self, o: &Self) -> Ordering {
-        o.at.cmp(&self.at).then(o.seq.cmp(&self.seq))
-    }
-}
-
 /// Events ordered by (time, sequence number). Two events at the same time
 /// fire in the order they were scheduled, so runs are reproducible.
+///
+/// The queue is a radix heap: an event's key is `time << 64 | seq`, keys
+/// only ever grow (nothing is scheduled in the past), and an event sits in
+/// the bucket of the highest bit in which its key differs from the last key
+/// popped. Popping empties the lowest non-empty bucket into lower ones, so
+/// each event moves a few times at most: O(1) amortized, cache friendly.
 pub struct EventQueue<E> {
-    heap: BinaryHeap<Entry<E>>,
+    buckets: Vec<Vec<(u128, E)>>,
+    /// Bit i-1 set: bucket i (1..=128) is non-empty.
+    mask: u128,
+    last: u128,
+    len: usize,
     seq: u64,
     now: Ns,
     popped: u64,
@@ -92,10 +80,17 @@ impl<E> Default for EventQueue<E> {
     }
 }
 
+fn bucket_of(key: u128, last: u128) -> usize {
+    (128 - (key ^ last).leading_zeros()) as usize
+}
+
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
-            heap: BinaryHeap::new(),
+            buckets: (0..=128).map(|_| Vec::new()).collect(),
+            mask: 0,
+            last: 0,
+            len: 0,
             seq: 0,
             now: 0,
             popped: 0,
@@ -110,31 +105,51 @@ impl<E> EventQueue<E> {
         debug_assert!(at >= self.now, "event scheduled in the past");
         let at = at.max(self.now);
         self.seq += 1;
-        self.heap.push(Entry {
-            at,
-            seq: self.seq,
-            ev,
-        });
+        let key = ((at as u128) << 64) | self.seq as u128;
+        self.put(key, ev);
+        self.len += 1;
+    }
+    fn put(&mut self, key: u128, ev: E) {
+        let b = bucket_of(key, self.last);
+        if b > 0 {
+            self.mask |= 1 << (b - 1);
+        }
+        self.buckets[b].push((key, ev));
     }
     pub fn pop(&mut self) -> Option<(Ns, E)> {
-        let e = self.heap.pop()?;
-        assert!(e.at >= self.now, "time went backwards");
-        self.now = e.at;
+        if self.len == 0 {
+            return None;
+        }
+        if self.buckets[0].is_empty() {
+            let i = self.mask.trailing_zeros() as usize + 1;
+            self.mask &= !(1 << (i - 1));
+            let mut b = std::mem::take(&mut self.buckets[i]);
+            self.last = b.iter().map(|(k, _)| *k).min().expect("non-empty bucket");
+            for (k, e) in b.drain(..) {
+                self.put(k, e);
+            }
+            // keep the emptied bucket's allocation for reuse
+            if self.buckets[i].is_empty() {
+                self.buckets[i] = b;
+            }
+        }
+        let (key, ev) = self.buckets[0].pop().expect("bucket 0 holds the minimum");
+        let at = (key >> 64) as Ns;
+        assert!(at >= self.now, "time went backwards");
+        self.now = at;
+        self.len -= 1;
         self.popped += 1;
-        Some((e.at, e.ev))
-    }
-    pub fn peek_time(&self) -> Option<Ns> {
-        self.heap.peek().map(|e| e.at)
+        Some((at, ev))
     }
     /// Number of events processed so far.
     pub fn events_popped(&self) -> u64 {
         self.popped
     }
     pub fn len(&self) -> usize {
-        self.heap.len()
+        self.len
     }
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty()
+        self.len == 0
     }
 }
 
@@ -171,6 +186,33 @@ mod tests {
         q.schedule(5, 'd');
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(order, vec![(5, 'b'), (5, 'd'), (10, 'a'), (10, 'c')]);
+    }
+
+    #[test]
+    fn random_schedule_pops_in_order() {
+        let mut q = EventQueue::new();
+        let mut p = Prng::new(3);
+        let mut expect = Vec::new();
+        let mut n = 0u32;
+        for round in 0..50u64 {
+            for _ in 0..200 {
+                let at = q.now() + p.below(1 << (round % 40));
+                q.schedule(at, n);
+                expect.push((at, n));
+                n += 1;
+            }
+            for _ in 0..150 {
+                let (t, e) = q.pop().unwrap();
+                expect.sort_by_key(|&(a, b)| (a, b));
+                let first = expect.remove(0);
+                assert_eq!((t, e), first);
+            }
+        }
+        while let Some((t, e)) = q.pop() {
+            expect.sort_by_key(|&(a, b)| (a, b));
+            assert_eq!((t, e), expect.remove(0));
+        }
+        assert!(expect.is_empty());
     }
 
     #[test]
