@@ -29,6 +29,9 @@ pub fn simulate(sc: &Scenario, trace_on: bool, mut progress: impl FnMut(f64, f64
     };
     let mut k = Kernel::new(sc.clone(), tracer);
     k.run(|now, end| progress(now as f64 / 1e9, end as f64 / 1e9));
+    if !k.evcount.is_empty() {
+        eprintln!("events by kind: {:?}", k.evcount);
+    }
     let trace_text = k.tracer.render(sc.machine.cpus);
     let records = trace::parse(&trace_text);
     let obs = k.observations(records);

@@ -139,7 +139,9 @@ impl Kernel {
         if self.wbs[wb].dwork_gen != gen || self.wbs[wb].dwork_at.is_none() {
             return;
         }
-        self.wbs[wb].dwork_at = None;
+        // The timer expired: the work is queued to the worker and stays
+        // pending (further wakeups are no-ops) until the worker starts it.
+        self.wbs[wb].dwork_at = Some(self.now());
         let pid = self.wbs[wb].flusher;
         let Some(crate::kernel::Body::Flusher(f)) = self.tasks[pid].body.as_mut() else {
             return;
@@ -262,6 +264,8 @@ impl Kernel {
             match f.pc {
                 Pc::Idle => return Action::Block,
                 Pc::Start => {
+                    // the work item starts running: it is no longer pending
+                    self.wbs[wb].dwork_at = None;
                     self.wbs[wb].writeback_running = true;
                     f.stage = 0;
                     f.written_total = 0;

@@ -126,6 +126,10 @@ pub struct Kernel {
     pub rec: Recorder,
     pub end: Ns,
     pub ended: bool,
+    /// Count events by kind (WBSIM_EVCOUNT=1 in the environment), for
+    /// performance work.
+    pub count_events: bool,
+    pub evcount: std::collections::BTreeMap<String, u64>,
 }
 
 impl Kernel {
@@ -166,6 +170,8 @@ impl Kernel {
             rec: Recorder::default(),
             end: sc.run.duration,
             ended: false,
+            count_events: std::env::var_os("WBSIM_EVCOUNT").is_some(),
+            evcount: Default::default(),
             sc,
         };
         k.mm_init();
@@ -215,6 +221,11 @@ impl Kernel {
         let Some((_, ev)) = self.q.pop() else {
             return false;
         };
+        if self.count_events {
+            let k = format!("{ev:?}");
+            let k = k.split([' ', '{']).next().unwrap_or("").to_string();
+            *self.evcount.entry(k).or_insert(0) += 1;
+        }
         match ev {
             Ev::CpuSlice { cpu, gen } => self.cpu_slice_end(cpu, gen),
             Ev::Wake { pid, gen } => {
