@@ -37,7 +37,7 @@ impl Jiffies {
     }
     /// The value of the `jiffies` variable at time `t`.
     pub fn at(&self, t: Ns) -> u64 {
-        if NSEC_PER_SEC % self.hz == 0 {
+        if NSEC_PER_SEC.is_multiple_of(self.hz) {
             self.base + t / (NSEC_PER_SEC / self.hz)
         } else {
             self.base + ((t as u128 * self.hz as u128) / NSEC_PER_SEC as u128) as u64
