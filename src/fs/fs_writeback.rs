@@ -50,13 +50,12 @@ enum Pc {
     Start,
     NextWork,
     Iterate,
-    NextInode,
-    Writing,
+    Pass,
 }
 
 /// The inode being written by `__writeback_single_inode`.
 #[derive(Clone, Debug, Default)]
-struct InodeWb {
+pub struct InodeWb {
     ino: InodeId,
     chunk: i64,
     nr_to_write: i64,
@@ -65,6 +64,45 @@ struct InodeWb {
     start_index: u64,
     cursor: u64,
     cycled: bool,
+}
+
+/// One call of `writeback_sb_inodes` (via `__writeback_inodes_wb`):
+/// write the inodes at the tail of b_io, a chunk each, until b_io is
+/// empty, the work's page budget is spent or HZ/10 has passed. Resumable:
+/// it yields after building each bio, so it can run in the flusher or, for
+/// the legacy policy, in a dirtier's own context.
+#[derive(Debug)]
+pub struct WbPass {
+    pub work: WbWork,
+    /// Pages per inode visit: None for 6.x `writeback_chunk_size`,
+    /// Some(1024) for the pre-3.2 `MAX_WRITEBACK_PAGES`.
+    pub chunk_cap: Option<i64>,
+    start: u64,
+    /// Pages written plus inodes cleaned (the kernel's "progress").
+    pub progress: i64,
+    pub pages: i64,
+    inode: Option<InodeWb>,
+    pending_bio: Option<(InodeId, u64, u64)>,
+}
+
+pub enum PassStep {
+    /// Build and submit a bio: this much system CPU time.
+    Cpu(Ns),
+    Done,
+}
+
+impl WbPass {
+    pub fn new(work: WbWork, chunk_cap: Option<i64>, now_j: u64) -> WbPass {
+        WbPass {
+            work,
+            chunk_cap,
+            start: now_j,
+            progress: 0,
+            pages: 0,
+            inode: None,
+            pending_bio: None,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -78,13 +116,8 @@ pub struct FlusherState {
     work: Option<WbWork>,
     nr0: i64,
     dirtied_before: u64,
-    /// writeback_sb_inodes: start jiffies and progress (pages + inodes).
-    sb_start: u64,
-    progress: i64,
     written_total: i64,
-    inode: Option<InodeWb>,
-    /// A bio built during the current CPU burst, submitted when it ends.
-    pending_bio: Option<(InodeId, u64, u64)>,
+    pass: Option<WbPass>,
     wb: WbId,
 }
 
@@ -180,10 +213,13 @@ impl Kernel {
         (self.vm.nr_dirty as usize + inodes) as i64
     }
 
-    /// `writeback_chunk_size`.
-    fn writeback_chunk_size(&self, wb: WbId, work: &WbWork) -> i64 {
+    /// `writeback_chunk_size` (6.x), or the pre-3.2 fixed `cap`.
+    fn writeback_chunk_size(&self, wb: WbId, work: &WbWork, cap: Option<i64>) -> i64 {
         if work.sync_all {
             return i64::MAX;
+        }
+        if let Some(c) = cap {
+            return c.min(work.nr_pages.max(0)).max(1);
         }
         let min_wb = 4096 >> (crate::klib::ilog2(self.page_size()) - 10);
         let mut pages = (self.wbs[wb].avg_write_bandwidth / 2).min(self.dom.dirty_limit / 8) as i64;
@@ -192,7 +228,7 @@ impl Kernel {
     }
 
     /// `queue_io` and `move_expired_inodes`.
-    fn queue_io(&mut self, pid: Pid, wb: WbId, work: &WbWork, dirtied_before: u64) {
+    pub fn queue_io(&mut self, pid: Pid, wb: WbId, work: &WbWork, dirtied_before: u64) {
         let w = &mut self.wbs[wb];
         // b_io is empty here: b_more_io becomes b_io in order
         while let Some(i) = w.b_more_io.pop_back() {
@@ -256,9 +292,6 @@ impl Kernel {
     /// The flusher kworker's logic after each CPU burst.
     pub fn flusher_step(&mut self, pid: Pid, f: &mut FlusherState) -> Action {
         let wb = f.wb;
-        if let Some((ino, start, n)) = f.pending_bio.take() {
-            self.ext4_submit_pages(pid, ino, start, n);
-        }
         let hz = self.hz();
         loop {
             match f.pc {
@@ -393,98 +426,112 @@ impl Kernel {
                     if self.wbs[wb].b_io.is_empty() {
                         self.queue_io(pid, wb, &w, f.dirtied_before);
                     }
-                    f.sb_start = now;
-                    f.progress = 0;
-                    f.pc = Pc::NextInode;
+                    let w = f.work.take().expect("work");
+                    f.pass = Some(WbPass::new(w, self.legacy_chunk_cap(), now));
+                    f.pc = Pc::Pass;
                 }
-                Pc::NextInode => {
-                    let now = self.jiffies();
-                    let w = f.work.as_ref().expect("work");
-                    let stop = f.progress > 0 && (now > f.sb_start + hz / 10 || w.nr_pages <= 0);
-                    let next = if stop {
-                        None
+                Pc::Pass => {
+                    let pass = f.pass.as_mut().expect("pass");
+                    if let PassStep::Cpu(ns) = self.wb_pass_step(pid, wb, pass) {
+                        return Action::Cpu { user: 0, sys: ns };
+                    }
+                    // end of this wb_writeback iteration
+                    let pass = f.pass.take().expect("pass");
+                    if self.tracer.on.writeback_written {
+                        self.trace_work(pid, wb, "writeback_written", &pass.work);
+                    }
+                    if pass.progress > 0 || !self.wbs[wb].b_more_io.is_empty() {
+                        f.work = Some(pass.work);
+                        f.pc = Pc::Iterate;
                     } else {
-                        self.wbs[wb].b_io.back().copied()
-                    };
-                    let Some(ino) = next else {
-                        // end of this wb_writeback iteration
-                        let w = f.work.clone().expect("work");
-                        if self.tracer.on.writeback_written {
-                            self.trace_work(pid, wb, "writeback_written", &w);
-                        }
-                        if f.progress > 0 || !self.wbs[wb].b_more_io.is_empty() {
-                            f.pc = Pc::Iterate;
-                        } else {
-                            let w = f.work.take().expect("work");
-                            f.written_total += f.nr0 - w.nr_pages;
-                            f.pc = Pc::NextWork;
-                        }
-                        continue;
-                    };
-                    self.wbs[wb].b_io.pop_back();
-                    self.inodes[ino].list = None;
-                    self.inodes[ino].i_state |= I_SYNC;
-                    let chunk = self.writeback_chunk_size(wb, w);
-                    self.wb_bandwidth_estimate_start(wb);
-                    let idx = self.inodes[ino].writeback_index;
-                    f.inode = Some(InodeWb {
-                        ino,
-                        chunk,
-                        nr_to_write: chunk,
-                        start_index: idx,
-                        cursor: idx,
-                        cycled: idx == 0,
-                    });
-                    f.pc = Pc::Writing;
-                }
-                Pc::Writing => {
-                    let iw = f.inode.as_mut().expect("inode");
-                    if iw.nr_to_write > 0 {
-                        if let Some((start, n)) = self.ext4_next_run(
-                            iw.ino,
-                            iw.cursor,
-                            iw.nr_to_write as u64,
-                            iw.cycled,
-                            iw.start_index,
-                        ) {
-                            iw.cursor = start + n;
-                            iw.nr_to_write -= n as i64;
-                            self.start_writeback_range(iw.ino, n);
-                            f.pending_bio = Some((iw.ino, start, n));
-                            let c = &self.sc.machine.cost;
-                            return Action::Cpu {
-                                user: 0,
-                                sys: n * c.writeback_per_page + c.bio_submit,
-                            };
-                        }
-                        if !iw.cycled {
-                            // ext4_writepages range_cyclic: wrap to 0 once
-                            iw.cycled = true;
-                            iw.cursor = 0;
-                            continue;
-                        }
+                        f.written_total += f.nr0 - pass.work.nr_pages;
+                        f.pc = Pc::NextWork;
                     }
-                    // end of ->writepages for this inode
-                    let iw = f.inode.take().expect("inode");
-                    self.inodes[iw.ino].writeback_index = iw.cursor;
-                    if self.jiffies()
-                        > self.wbs[wb].bw_time_stamp
-                            + crate::mm::page_writeback::max_pause_jiffies(hz)
-                    {
-                        self.wb_update_bandwidth(wb, pid);
-                    }
-                    let wrote = iw.chunk - iw.nr_to_write;
-                    let w = f.work.as_mut().expect("work");
-                    w.nr_pages -= wrote;
-                    f.progress += wrote;
-                    if self.inodes[iw.ino].dirty.is_empty() {
-                        f.progress += 1;
-                    }
-                    self.inodes[iw.ino].i_state &= !I_SYNC;
-                    self.requeue_inode(iw.ino, iw.nr_to_write);
-                    f.pc = Pc::NextInode;
                 }
             }
+        }
+    }
+
+    /// Pages per inode visit for the policy in force.
+    pub fn legacy_chunk_cap(&self) -> Option<i64> {
+        match self.sc.run.dirty_throttle {
+            crate::scenario::ThrottlePolicy::Legacy => {
+                Some(1024 >> (crate::klib::ilog2(self.page_size()) - 12))
+            }
+            _ => None,
+        }
+    }
+
+    /// Advance a `writeback_sb_inodes` pass: submit the bio built during the
+    /// last CPU burst, then build the next one, or finish.
+    pub fn wb_pass_step(&mut self, pid: Pid, wb: WbId, p: &mut WbPass) -> PassStep {
+        if let Some((ino, start, n)) = p.pending_bio.take() {
+            self.ext4_submit_pages(pid, ino, start, n);
+        }
+        let hz = self.hz();
+        loop {
+            if let Some(iw) = p.inode.as_mut() {
+                if iw.nr_to_write > 0 {
+                    if let Some((start, n)) = self.ext4_next_run(
+                        iw.ino,
+                        iw.cursor,
+                        iw.nr_to_write as u64,
+                        iw.cycled,
+                        iw.start_index,
+                    ) {
+                        iw.cursor = start + n;
+                        iw.nr_to_write -= n as i64;
+                        self.start_writeback_range(iw.ino, n);
+                        p.pending_bio = Some((iw.ino, start, n));
+                        let c = &self.sc.machine.cost;
+                        return PassStep::Cpu(n * c.writeback_per_page + c.bio_submit);
+                    }
+                    if !iw.cycled {
+                        // ext4_writepages range_cyclic: wrap to 0 once
+                        iw.cycled = true;
+                        iw.cursor = 0;
+                        continue;
+                    }
+                }
+                // end of ->writepages for this inode
+                let iw = p.inode.take().expect("inode");
+                self.inodes[iw.ino].writeback_index = iw.cursor;
+                if self.jiffies()
+                    > self.wbs[wb].bw_time_stamp + crate::mm::page_writeback::max_pause_jiffies(hz)
+                {
+                    self.wb_update_bandwidth(wb, pid);
+                }
+                let wrote = iw.chunk - iw.nr_to_write;
+                p.work.nr_pages -= wrote;
+                p.progress += wrote;
+                p.pages += wrote;
+                if self.inodes[iw.ino].dirty.is_empty() {
+                    p.progress += 1;
+                }
+                self.inodes[iw.ino].i_state &= !I_SYNC;
+                self.requeue_inode(iw.ino, iw.nr_to_write);
+                continue;
+            }
+            let now = self.jiffies();
+            if p.progress > 0 && (now > p.start + hz / 10 || p.work.nr_pages <= 0) {
+                return PassStep::Done;
+            }
+            let Some(ino) = self.wbs[wb].b_io.pop_back() else {
+                return PassStep::Done;
+            };
+            self.inodes[ino].list = None;
+            self.inodes[ino].i_state |= I_SYNC;
+            let chunk = self.writeback_chunk_size(wb, &p.work, p.chunk_cap);
+            self.wb_bandwidth_estimate_start(wb);
+            let idx = self.inodes[ino].writeback_index;
+            p.inode = Some(InodeWb {
+                ino,
+                chunk,
+                nr_to_write: chunk,
+                start_index: idx,
+                cursor: idx,
+                cycled: idx == 0,
+            });
         }
     }
 }
