@@ -146,6 +146,32 @@ fn background_writeback_starts_above_bg_thresh_and_works_in_chunks() {
 
 #[test]
 fn unimplemented_policies_are_refused() {
-    let e = Scenario::builtin(&["run.dirty_throttle=legacy".into()]).unwrap_err();
+    let e = Scenario::builtin(&["run.dirty_throttle=io-less-3.2".into()]).unwrap_err();
     assert!(e.to_string().contains("not implemented yet"), "{e}");
+}
+
+#[test]
+fn legacy_dirtiers_write_back_themselves() {
+    // Pre-3.2: a dirtier over its limit submits writeback IO from its own
+    // context and sleeps 1, 2, 4, ... jiffies; dirty settles near thresh.
+    let sc = Scenario::builtin(&[
+        "run.dirty_throttle=legacy".into(),
+        "jobs.dd.numjobs=10".into(),
+        "run.duration=30s".into(),
+    ])
+    .unwrap();
+    let r = simulate(&sc, false, |_, _| {});
+    let p50 = r.summary.dirty_pages.p50;
+    assert!(p50 > 49_000.0 && p50 <= 51_300.0, "legacy dirty p50 {p50}");
+    let io_less = simulate(
+        &Scenario::builtin(&["jobs.dd.numjobs=10".into(), "run.duration=30s".into()]).unwrap(),
+        false,
+        |_, _| {},
+    );
+    assert!(io_less.summary.dirty_pages.p50 < 48_000.0);
+    // many more voluntary context switches than the IO-less throttle
+    let v = r.summary.voluntary_cs_per_task_s.p50;
+    assert!(v > 3.0 * io_less.summary.voluntary_cs_per_task_s.p50, "{v}");
+    // the device still runs at its cap
+    assert!((r.summary.devices[0].write_mib_s - 50.0).abs() < 0.5);
 }

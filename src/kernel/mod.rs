@@ -101,6 +101,13 @@ pub struct Task {
     pub dirty_paused_when: u64,
     /// Inside a sleeping balance_dirty_pages() call.
     pub bdp: Option<crate::mm::page_writeback::BdpCall>,
+    /// Inside a legacy (pre-3.2) balance_dirty_pages() call.
+    pub legacy: Option<crate::mm::page_writeback_legacy::LegacyCall>,
+    /// `task->dirties`: this task's share of recent dirtyings (pre-3.2).
+    pub dirties: crate::klib::proportions::PropLocal,
+    /// Foreground writeback done by this task (legacy policy): calls and pages.
+    pub legacy_writeback_calls: u64,
+    pub legacy_pages_written: u64,
     /// Bytes written by write(2) (/proc/PID/io wchar).
     pub wchar: u64,
     pub job: Option<usize>,
@@ -210,6 +217,10 @@ impl Kernel {
             nr_dirtied_pause: 128 >> (crate::klib::ilog2(self.sc.machine.page_size) - 10),
             dirty_paused_when: 0,
             bdp: None,
+            legacy: None,
+            dirties: Default::default(),
+            legacy_writeback_calls: 0,
+            legacy_pages_written: 0,
             wchar: 0,
             job,
         });

@@ -1,6 +1,7 @@
 //! Small kernel library helpers (include/linux/log2.h, lib/flex_proportions.c).
 
 pub mod flex_proportions;
+pub mod proportions;
 
 /// `ilog2(x)`: floor(log2 x) for x ≥ 1 (0 for x = 0, where the kernel is undefined).
 pub fn ilog2(x: u64) -> u64 {

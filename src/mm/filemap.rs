@@ -116,6 +116,9 @@ impl Kernel {
         w.dirtied += added;
         let t = &mut self.tasks[pid];
         t.nr_dirtied += added;
+        if self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::Legacy {
+            t.dirties.add(&mut self.dom.vm_dirties, added); // task_dirty_inc
+        }
         let cpu = t.cpu;
         self.dom.bdp_ratelimits[cpu] += added;
         self.mark_inode_dirty_pages(ino);

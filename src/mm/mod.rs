@@ -5,4 +5,5 @@
 pub mod backing_dev;
 pub mod filemap;
 pub mod page_writeback;
+pub mod page_writeback_legacy;
 pub mod vmstat;

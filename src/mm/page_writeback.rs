@@ -18,7 +18,7 @@ pub const DIRTY_POLL_THRESH: u64 = 32;
 
 /// `struct wb_domain` (the global one) plus the file-scope state of
 /// mm/page-writeback.c.
-#[derive(Default, Clone, Debug)]
+#[derive(Clone, Debug)]
 pub struct WbDomain {
     pub completions: FpropGlobal,
     /// Jiffies of the next aging tick; 0 = aging timer stopped.
@@ -34,6 +34,25 @@ pub struct WbDomain {
     pub dirty_throttle_leaks: Vec<u64>,
     pub totalreserve_pages: u64,
     pub reclaim_cursor: usize,
+    /// `vm_dirties` (pre-3.2 policy): page dirtyings, event-counted.
+    pub vm_dirties: crate::klib::proportions::PropGlobal,
+}
+
+impl Default for WbDomain {
+    fn default() -> Self {
+        WbDomain {
+            completions: FpropGlobal::default(),
+            period_time: 0,
+            dirty_limit: 0,
+            dirty_limit_tstamp: 0,
+            ratelimit_pages: 0,
+            bdp_ratelimits: Vec::new(),
+            dirty_throttle_leaks: Vec::new(),
+            totalreserve_pages: 0,
+            reclaim_cursor: 0,
+            vm_dirties: crate::klib::proportions::PropGlobal::new(16),
+        }
+    }
 }
 
 /// `struct dirty_throttle_control` for the global domain.
@@ -338,6 +357,10 @@ impl Kernel {
         self.dom.bdp_ratelimits = vec![0; ncpu];
         self.dom.dirty_throttle_leaks = vec![0; ncpu];
         self.writeback_set_ratelimit();
+        if self.sc.run.dirty_throttle == ThrottlePolicy::Legacy {
+            self.dom.vm_dirties =
+                crate::klib::proportions::PropGlobal::new(self.legacy_prop_shift());
+        }
     }
 
     /// `writeback_set_ratelimit`: at boot and when dirty_ratio/bytes are written.
@@ -361,8 +384,21 @@ impl Kernel {
 
     /// `domain_dirty_limits` for the global domain, with its tracepoint.
     pub fn global_dirty_limits_traced(&mut self, pid: Pid) -> (u64, u64, u64) {
-        let avail = self.global_dirtyable_memory();
-        let (thresh, bg) = domain_dirty_limits(&self.sc.vm, self.page_size(), avail);
+        let (avail, (thresh, bg)) =
+            if self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::Legacy {
+                let a = self.legacy_dirtyable_memory();
+                (
+                    a,
+                    crate::mm::page_writeback_legacy::legacy_dirty_limits(
+                        &self.sc.vm,
+                        self.page_size(),
+                        a,
+                    ),
+                )
+            } else {
+                let a = self.global_dirtyable_memory();
+                (a, domain_dirty_limits(&self.sc.vm, self.page_size(), a))
+            };
         if self.tracer.on.global_dirty_state {
             let (d, w, l, dd, wr) = (
                 self.vm.nr_dirty,
@@ -770,6 +806,45 @@ impl Kernel {
             think
         );
         self.trace_line(pid, "balance_dirty_pages", format_args!("{line}"));
+    }
+}
+
+// ---- policy dispatch ----------------------------------------------------------
+
+use crate::mm::page_writeback_legacy::ThrottleStep;
+use crate::scenario::ThrottlePolicy;
+
+impl Kernel {
+    /// After a task dirtied pages: the policy's `balance_dirty_pages_ratelimited`.
+    pub fn throttle_check(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
+        match self.sc.run.dirty_throttle {
+            ThrottlePolicy::Legacy => self
+                .balance_dirty_pages_ratelimited_legacy(pid, wb)
+                .unwrap_or(ThrottleStep::Done),
+            _ => match self.balance_dirty_pages_ratelimited(pid, wb) {
+                Some(at) => ThrottleStep::Sleep(at),
+                None => ThrottleStep::Done,
+            },
+        }
+    }
+
+    /// Continue a throttle call after a sleep or a CPU burst.
+    pub fn throttle_resume(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
+        match self.sc.run.dirty_throttle {
+            ThrottlePolicy::Legacy => self.balance_dirty_pages_legacy(pid, wb),
+            _ => match self.balance_dirty_pages_resume(pid, wb) {
+                Some(at) => ThrottleStep::Sleep(at),
+                None => ThrottleStep::Done,
+            },
+        }
+    }
+
+    /// Pages a task can dirty before the next check could throttle it.
+    pub fn throttle_pages_until_check(&self, pid: Pid, wb: WbId) -> u64 {
+        match self.sc.run.dirty_throttle {
+            ThrottlePolicy::Legacy => self.legacy_pages_until_check(pid, wb),
+            _ => self.pages_until_bdp_check(pid, wb),
+        }
     }
 }
 

@@ -707,7 +707,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 )
             }
             Some((v, _)) => v,
-            None => 2 << 20,
+            None => 0, // resolved below from the policy
         };
         filesystems.push(Filesystem {
             name: fname,
@@ -748,12 +748,10 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         None => duration / 2,
     };
     let dirty_throttle = match r.choice("run.dirty_throttle", &["io-less", "io-less-3.2", "legacy"])? {
-        Some((s, e)) if s != "io-less" => {
-            return err(
-                &e.origin,
-                format!("`run.dirty_throttle` = \"{s}\" is not implemented yet; expected \"io-less\" (Linux 6.x)"),
-            )
+        Some((s, e)) if s == "io-less-3.2" => {
+            return err(&e.origin, "`run.dirty_throttle` = \"io-less-3.2\" is not implemented yet; expected \"io-less\" or \"legacy\"")
         }
+        Some((s, _)) if s == "legacy" => ThrottlePolicy::Legacy,
         _ => ThrottlePolicy::IoLess,
     };
     let sample_interval = match r.duration("run.sample_interval")? {
@@ -763,6 +761,14 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         Some((s, _)) => s,
         None => 100 * NSEC_PER_MSEC,
     };
+    // Large folios are a 6.x feature: older policies dirty page by page.
+    for f in filesystems.iter_mut().filter(|f| f.max_folio == 0) {
+        f.max_folio = if dirty_throttle == ThrottlePolicy::IoLess {
+            2 << 20
+        } else {
+            page_size
+        };
+    }
     let run = Run {
         duration,
         seed,

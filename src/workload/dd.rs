@@ -8,6 +8,7 @@
 //! enter `balance_dirty_pages`, so a batch is one event, not one per page.
 
 use crate::kernel::{Action, InodeId, Kernel, Pid};
+use crate::mm::page_writeback_legacy::ThrottleStep;
 use crate::sim::Ns;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,17 +77,20 @@ impl Kernel {
         loop {
             match d.stage {
                 Stage::Done => return Action::Exit,
-                Stage::Throttled { rest } => {
-                    if let Some(at) = self.balance_dirty_pages_resume(pid, wb) {
+                Stage::Throttled { rest } => match self.throttle_resume(pid, wb) {
+                    ThrottleStep::Sleep(at) => {
                         d.bdp_sleeps += 1;
                         return Action::SleepUntil(at);
                     }
-                    d.stage = if rest > 0 {
-                        Stage::Dirtying { pages: rest }
-                    } else {
-                        Stage::Ready
-                    };
-                }
+                    ThrottleStep::Cpu(ns) => return Action::Cpu { user: 0, sys: ns },
+                    ThrottleStep::Done => {
+                        d.stage = if rest > 0 {
+                            Stage::Dirtying { pages: rest }
+                        } else {
+                            Stage::Ready
+                        };
+                    }
+                },
                 Stage::Dirtying { pages } => {
                     // The batch: whole units, the last of which ends with the
                     // check that may enter balance_dirty_pages.
@@ -94,7 +98,7 @@ impl Kernel {
                     let ps = self.page_size();
                     // Units whose check cannot reach balance_dirty_pages are
                     // dirtied in one step (the check does nothing for them).
-                    let until = self.pages_until_bdp_check(pid, wb);
+                    let until = self.throttle_pages_until_check(pid, wb);
                     let quiet = ((until - 1) / d.unit_pages * d.unit_pages)
                         .min(left.saturating_sub(d.unit_pages));
                     if quiet > 0 {
@@ -109,12 +113,19 @@ impl Kernel {
                         d.pos += n;
                         left -= n;
                         self.tasks[pid].wchar += n * ps;
-                        if let Some(at) = self.balance_dirty_pages_ratelimited(pid, wb) {
-                            // Normally the batch's last unit; if the limits moved
-                            // mid-batch, the rest is dirtied after the sleep.
-                            d.stage = Stage::Throttled { rest: left };
-                            d.bdp_sleeps += 1;
-                            return Action::SleepUntil(at);
+                        // Normally only the batch's last unit is throttled; if
+                        // the limits moved mid-batch, the rest follows after.
+                        match self.throttle_check(pid, wb) {
+                            ThrottleStep::Done => {}
+                            ThrottleStep::Sleep(at) => {
+                                d.stage = Stage::Throttled { rest: left };
+                                d.bdp_sleeps += 1;
+                                return Action::SleepUntil(at);
+                            }
+                            ThrottleStep::Cpu(ns) => {
+                                d.stage = Stage::Throttled { rest: left };
+                                return Action::Cpu { user: 0, sys: ns };
+                            }
                         }
                     }
                     d.stage = Stage::Ready;
@@ -126,7 +137,7 @@ impl Kernel {
                         continue;
                     }
                     // units until the next check enters balance_dirty_pages
-                    let until = self.pages_until_bdp_check(pid, wb);
+                    let until = self.throttle_pages_until_check(pid, wb);
                     let mut units = until.div_ceil(d.unit_pages).max(1);
                     if let Some(l) = d.limit {
                         units = units.min((l - d.pos).div_ceil(d.unit_pages));
