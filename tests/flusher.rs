@@ -164,7 +164,7 @@ fn legacy_dirtiers_write_back_themselves() {
     let p50 = r.summary.dirty_pages.p50;
     assert!(p50 > 49_000.0 && p50 <= 51_300.0, "legacy dirty p50 {p50}");
     let io_less = simulate(
-        &Scenario::builtin(&["jobs.dd.numjobs=10".into(), "run.duration=30s".into()]).unwrap(),
+        &Scenario::builtin(&["jobs.dd.numjobs=10".into()]).unwrap(),
         false,
         |_, _| {},
     );
