@@ -217,3 +217,23 @@ fn bad_toml_and_no_panic() {
     );
     assert!(!err.contains("panicked"));
 }
+
+#[test]
+fn every_example_validates() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let mut n = 0;
+    let mut stack = vec![root];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "toml") {
+                let o = wbsim(&["check", p.to_str().unwrap()]);
+                assert!(o.status.success(), "{}: {}", p.display(), String::from_utf8_lossy(&o.stderr));
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= 16, "only {n} examples");
+}
