@@ -15,6 +15,7 @@ pub mod klib;
 pub mod metrics;
 pub mod mm;
 pub mod output;
+pub mod plot;
 pub mod scenario;
 pub mod sim;
 pub mod trace;

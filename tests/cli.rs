@@ -230,10 +230,42 @@ fn every_example_validates() {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "toml") {
                 let o = wbsim(&["check", p.to_str().unwrap()]);
-                assert!(o.status.success(), "{}: {}", p.display(), String::from_utf8_lossy(&o.stderr));
+                assert!(
+                    o.status.success(),
+                    "{}: {}",
+                    p.display(),
+                    String::from_utf8_lossy(&o.stderr)
+                );
                 n += 1;
             }
         }
     }
     assert!(n >= 16, "only {n} examples");
+}
+
+#[test]
+fn plot_writes_png_and_svg() {
+    let d = tmpdir("plot");
+    run_to(
+        &d,
+        &["--set", "run.duration=10s", "--set", "jobs.dd.numjobs=3"],
+    );
+    let o = wbsim(&["plot", d.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for name in ["dirty", "ratelimit", "pause"] {
+        let png = std::fs::read(d.join(format!("{name}.png"))).unwrap();
+        assert!(
+            png.len() > 10_000 && png.starts_with(b"\x89PNG"),
+            "{name}.png"
+        );
+        let svg = std::fs::read_to_string(d.join(format!("{name}.svg"))).unwrap();
+        assert!(
+            svg.contains("<svg") && svg.contains("time (s)"),
+            "{name}.svg"
+        );
+    }
+    // a directory without a trace is an error, not a panic
+    let e = tmpdir("plot-empty");
+    let o = wbsim(&["plot", e.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
 }

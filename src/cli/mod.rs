@@ -44,6 +44,17 @@ enum Cmd {
         /// Do not print the human summary or progress
         #[arg(long, short)]
         quiet: bool,
+        /// Also write the plots (as `wbsim plot DIR` does)
+        #[arg(long)]
+        plot: bool,
+    },
+    /// Plot a run's trace: dirty.{png,svg}, ratelimit.{png,svg}, pause.{png,svg}
+    Plot {
+        /// Output directory of `wbsim run` (or any directory with a trace.txt)
+        dir: PathBuf,
+        /// The bdi to plot, e.g. 7:0 (default: the busiest)
+        #[arg(long)]
+        bdi: Option<String>,
     },
     /// Validate a scenario without running it
     Check {
@@ -127,7 +138,24 @@ pub fn main() -> i32 {
             }
             Err(e) => bad_input(&e),
         },
-        Cmd::Run { s, out, quiet } => {
+        Cmd::Plot { dir, bdi } => match crate::plot::plot_dir(&dir, bdi.as_deref()) {
+            Ok(files) => {
+                for f in files {
+                    println!("{}", f.display());
+                }
+                0
+            }
+            Err(e) => {
+                eprintln!("wbsim: error: {e}");
+                2
+            }
+        },
+        Cmd::Run {
+            s,
+            out,
+            quiet,
+            plot,
+        } => {
             let sc = match load(&s) {
                 Ok(sc) => sc,
                 Err(e) => return bad_input(&e),
@@ -155,6 +183,12 @@ pub fn main() -> i32 {
             }
             if !quiet {
                 print_human(&r, &out);
+            }
+            if plot {
+                if let Err(e) = crate::plot::plot_dir(&out, None) {
+                    eprintln!("wbsim: error: plotting: {e}");
+                    return 1;
+                }
             }
             0
         }
