@@ -71,6 +71,7 @@ impl Kernel {
             wb.min_ratio = conf.min_ratio;
             wb.max_ratio = conf.max_ratio;
             wb.max_prop_frac = 1024 * conf.max_ratio / 100;
+            wb.strictlimit = conf.strict_limit;
             if let Some(bw) = conf.write_bandwidth {
                 wb.write_bandwidth = (bw / ps).max(1);
                 wb.avg_write_bandwidth = wb.write_bandwidth;

@@ -41,6 +41,8 @@ pub struct Wb {
     pub min_ratio: u64,
     pub max_ratio: u64,
     pub max_prop_frac: u64,
+    /// BDI_CAP_STRICTLIMIT (sysfs `strict_limit`).
+    pub strictlimit: bool,
     // flusher state bits
     pub writeback_running: bool,
     pub has_dirty_io: bool,
@@ -84,6 +86,7 @@ impl Wb {
             min_ratio: 0,
             max_ratio: 100,
             max_prop_frac: 1024,
+            strictlimit: false,
             writeback_running: false,
             has_dirty_io: false,
             start_all: false,

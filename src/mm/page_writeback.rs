@@ -109,7 +109,7 @@ pub fn pos_ratio_polynom(setpoint: u64, dirty: u64, limit: u64) -> i64 {
 /// line scaled by the wb's linear line, with the 1/4 floor and the reserve
 /// area. `dom_dirty_limit` is `global_wb_domain.dirty_limit`, `write_bw` the
 /// wb's `avg_write_bandwidth`.
-pub fn wb_position_ratio(dtc: &Dtc, dom_dirty_limit: u64, write_bw: u64) -> u64 {
+pub fn wb_position_ratio(dtc: &Dtc, dom_dirty_limit: u64, write_bw: u64, strictlimit: bool) -> u64 {
     let freerun = dirty_freerun_ceiling(dtc.thresh, dtc.bg_thresh);
     let limit = hard_dirty_limit(dom_dirty_limit, dtc.thresh);
     if dtc.dirty >= limit {
@@ -117,6 +117,22 @@ pub fn wb_position_ratio(dtc: &Dtc, dom_dirty_limit: u64, write_bw: u64) -> u64 
     }
     let setpoint = (freerun + limit) / 2;
     let mut pos_ratio = pos_ratio_polynom(setpoint, dtc.dirty, limit) as u64;
+    if strictlimit {
+        // BDI_CAP_STRICTLIMIT (FUSE): the wb's own cubic line, between its
+        // freerun ceiling and its threshold, caps the global one.
+        if dtc.wb_dirty < 8 {
+            return (pos_ratio * 2).min(2 << RATELIMIT_CALC_SHIFT);
+        }
+        if dtc.wb_dirty >= dtc.wb_thresh {
+            return 0;
+        }
+        let wb_setpoint = dirty_freerun_ceiling(dtc.wb_thresh, dtc.wb_bg_thresh);
+        if wb_setpoint == 0 || wb_setpoint == dtc.wb_thresh {
+            return 0;
+        }
+        let wb_pos = pos_ratio_polynom(wb_setpoint, dtc.wb_dirty, dtc.wb_thresh) as u64;
+        return pos_ratio.min(wb_pos);
+    }
 
     let mut wb_thresh = dtc.wb_thresh.min(dtc.thresh);
     wb_thresh = wb_thresh.max((limit - dtc.dirty) / 8);
@@ -205,6 +221,7 @@ pub fn update_dirty_ratelimit(
     dirtied: u64,
     dirtied_stamp: u64,
     elapsed: u64,
+    strictlimit: bool,
 ) -> RatelimitUpdate {
     let freerun = dirty_freerun_ceiling(dtc.thresh, dtc.bg_thresh);
     let limit = hard_dirty_limit(dom_dirty_limit, dtc.thresh);
@@ -217,8 +234,17 @@ pub fn update_dirty_ratelimit(
     if balanced > write_bw {
         balanced = write_bw;
     }
+    let (mut d, mut setpoint) = (dtc.dirty, setpoint);
+    if strictlimit {
+        d = dtc.wb_dirty;
+        setpoint = if dtc.wb_dirty < 8 {
+            dtc.wb_dirty + 1
+        } else {
+            (dtc.wb_thresh + dtc.wb_bg_thresh) / 2
+        };
+    }
     let mut step = 0;
-    if dtc.dirty < setpoint {
+    if d < setpoint {
         let x = prev_balanced.min(balanced).min(task_ratelimit);
         if dirty_ratelimit < x {
             step = x - dirty_ratelimit;
@@ -475,6 +501,7 @@ impl Kernel {
                 dirtied,
                 w.dirtied_stamp,
                 elapsed,
+                w.strictlimit,
             );
             let w = &mut self.wbs[wb];
             w.dirty_ratelimit = u.dirty_ratelimit;
@@ -646,22 +673,37 @@ impl Kernel {
             bg_thresh,
             ..Default::default()
         };
+        let strict = self.wbs[wb].strictlimit;
+        // strictlimit: freerun and polling follow the wb's own numbers
+        let (d, t, b) = if strict {
+            self.wb_dirty_limits(wb, &mut g);
+            (g.wb_dirty, g.wb_thresh, g.wb_bg_thresh)
+        } else {
+            (g.dirty, g.thresh, g.bg_thresh)
+        };
         if nr_reclaimable > g.bg_thresh && !self.wbs[wb].writeback_running {
             self.wb_start_background_writeback(wb, pid);
         }
-        if g.dirty <= dirty_freerun_ceiling(g.thresh, g.bg_thresh) {
-            let t = &mut self.tasks[pid];
-            t.dirty_paused_when = now;
-            t.nr_dirtied = 0;
-            t.nr_dirtied_pause = dirty_poll_interval(g.dirty, g.thresh);
+        if d <= dirty_freerun_ceiling(t, b) {
+            let task = &mut self.tasks[pid];
+            task.dirty_paused_when = now;
+            task.nr_dirtied = 0;
+            task.nr_dirtied_pause = dirty_poll_interval(d, t);
             return None;
         }
         if !self.wbs[wb].writeback_running {
             self.wb_start_background_writeback(wb, pid);
         }
-        self.wb_dirty_limits(wb, &mut g);
-        let dirty_exceeded = g.wb_dirty > g.wb_thresh && g.dirty > g.thresh;
-        g.pos_ratio = wb_position_ratio(&g, self.dom.dirty_limit, self.wbs[wb].avg_write_bandwidth);
+        if !strict {
+            self.wb_dirty_limits(wb, &mut g);
+        }
+        let dirty_exceeded = g.wb_dirty > g.wb_thresh && (g.dirty > g.thresh || strict);
+        g.pos_ratio = wb_position_ratio(
+            &g,
+            self.dom.dirty_limit,
+            self.wbs[wb].avg_write_bandwidth,
+            strict,
+        );
         self.wbs[wb].dirty_exceeded = dirty_exceeded;
         if now > self.wbs[wb].bw_time_stamp + max_pause_jiffies(self.hz()) {
             self.wb_update_bandwidth_inner(wb, pid, Some(&g));
@@ -910,14 +952,41 @@ mod tests {
         // wb_setpoint = 44800*65534>>16 = 44798; span = (0 + 8*12800)*65534>>16 = 102396
         // x_intercept = 147194; pos = 1024*(147194-44800)/((147194-44798)|1)
         //   = 104851456/102397 = 1023
-        assert_eq!(wb_position_ratio(&g, 51_200, 12_800), 1023);
+        assert_eq!(wb_position_ratio(&g, 51_200, 12_800, false), 1023);
         // over the limit: 0
         let over = Dtc { dirty: 51_200, ..g };
-        assert_eq!(wb_position_ratio(&over, 51_200, 12_800), 0);
+        assert_eq!(wb_position_ratio(&over, 51_200, 12_800, false), 0);
         // reserve area: wb nearly empty gets boosted 8x
         let empty = Dtc { wb_dirty: 100, ..g };
-        let p = wb_position_ratio(&empty, 51_200, 12_800);
+        let p = wb_position_ratio(&empty, 51_200, 12_800, false);
         assert!(p > 2048, "{p}");
+    }
+
+    #[test]
+    fn position_ratio_strictlimit() {
+        // FUSE-like bdi with a 1% share: thresh 51200, wb_thresh 512,
+        // wb_bg_thresh 256; global dirty well below freerun (pos = 2048).
+        let g = Dtc {
+            dirty: 10_000,
+            thresh: 51_200,
+            bg_thresh: 25_600,
+            wb_dirty: 400,
+            wb_thresh: 512,
+            wb_bg_thresh: 256,
+            ..Default::default()
+        };
+        // wb line: setpoint (512+256)/2 = 384, x = ((384-400)<<10)/(128|1)
+        //   = -16384/129 = -127; p = -127*-127>>10 = 15; 15*-127>>10 = -2
+        //   (floor of -1.86); 1024 - 2 = 1022. min(2048, 1022) = 1022.
+        assert_eq!(wb_position_ratio(&g, 51_200, 12_800, true), 1022);
+        assert_eq!(
+            wb_position_ratio(&Dtc { wb_dirty: 512, ..g }, 51_200, 12_800, true),
+            0
+        );
+        assert_eq!(
+            wb_position_ratio(&Dtc { wb_dirty: 4, ..g }, 51_200, 12_800, true),
+            2048
+        );
     }
 
     #[test]
@@ -960,7 +1029,9 @@ mod tests {
             ..Default::default()
         };
         // elapsed 50 j, dirtied 51200 pages -> dirty_rate = 51200*250/50 = 256000
-        let u = update_dirty_ratelimit(250, &g, 51_200, 12_800, 25_600, 25_600, 51_200, 0, 50);
+        let u = update_dirty_ratelimit(
+            250, &g, 51_200, 12_800, 25_600, 25_600, 51_200, 0, 50, false,
+        );
         assert_eq!(u.dirty_rate, 256_000);
         assert_eq!(u.task_ratelimit, 25_601);
         // balanced = 25601*12800/256000 = 1280
@@ -973,7 +1044,9 @@ mod tests {
             pos_ratio: 512,
             ..g
         };
-        let u2 = update_dirty_ratelimit(250, &g2, 51_200, 12_800, 25_600, 2_000, 51_200, 0, 50);
+        let u2 = update_dirty_ratelimit(
+            250, &g2, 51_200, 12_800, 25_600, 2_000, 51_200, 0, 50, false,
+        );
         // task_rl = 12801; balanced = 12801*12800/256000 = 640; x = max(2000,640,12801) = 12801
         // step = 25600-12801 = 12799; shift = 25600/25599 = 1; step = ceil((12799>>1)/8) = 800
         assert_eq!(u2.dirty_ratelimit, 25_600 - 800);
@@ -982,7 +1055,9 @@ mod tests {
             pos_ratio: 1023,
             ..g
         };
-        let u3 = update_dirty_ratelimit(250, &g3, 51_200, 12_800, 25_600, 1_000, 51_200, 0, 50);
+        let u3 = update_dirty_ratelimit(
+            250, &g3, 51_200, 12_800, 25_600, 1_000, 51_200, 0, 50, false,
+        );
         // task_rl = 25575+1 = 25576; step = 24; shift = 25600/49 = 522 >= 64 -> 0
         assert_eq!(u3.dirty_ratelimit, 25_600);
     }

@@ -119,6 +119,8 @@ pub struct Queue {
 pub struct BdiConf {
     pub min_ratio: u64,
     pub max_ratio: u64,
+    /// sysfs `strict_limit` (BDI_CAP_STRICTLIMIT, as FUSE sets it).
+    pub strict_limit: bool,
     /// Initial `write_bandwidth` and `avg_write_bandwidth` (bytes/s).
     pub write_bandwidth: Option<u64>,
     /// Initial `dirty_ratelimit` and `balanced_dirty_ratelimit` (bytes/s).
@@ -654,9 +656,26 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             Some((v, _)) => v,
             None => 100,
         };
+        let strict_limit = match r.take(&p("bdi.strict_limit")) {
+            None => false,
+            Some(e) => match e.val {
+                RawVal::Bool(b) => b,
+                RawVal::Int(i @ (0 | 1)) => i == 1,
+                v => {
+                    return err(
+                        &e.origin,
+                        format!(
+                            "`bdi.strict_limit`: found {}; expected true or false",
+                            v.describe()
+                        ),
+                    )
+                }
+            },
+        };
         let bdi = BdiConf {
             min_ratio,
             max_ratio,
+            strict_limit,
             write_bandwidth: r.rate(&p("bdi.write_bandwidth"))?.map(|x| x.0.max(1)),
             dirty_ratelimit: r.rate(&p("bdi.dirty_ratelimit"))?.map(|x| x.0.max(1)),
         };
@@ -890,7 +909,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         let hint = match path.split('.').next().unwrap_or("") {
             "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,cost.*}",
             "vm" => "vm.{dirty_ratio,dirty_bytes,dirty_background_ratio,dirty_background_bytes,dirty_expire_centisecs,dirty_writeback_centisecs}",
-            "devices" => "devices.NAME.{type,write_bps,read_bps,bandwidth,iops,latency,queue_depth,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,bdi.min_ratio,bdi.max_ratio,bdi.write_bandwidth,bdi.dirty_ratelimit}",
+            "devices" => "devices.NAME.{type,write_bps,read_bps,bandwidth,iops,latency,queue_depth,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,bdi.min_ratio,bdi.max_ratio,bdi.strict_limit,bdi.write_bandwidth,bdi.dirty_ratelimit}",
             "filesystems" => "filesystems.NAME.{type,device,max_folio}",
             "jobs" => "jobs.NAME.{type,filesystem,numjobs,bs,size,start,runtime}",
             "run" => "run.{duration,seed,warmup,dirty_throttle,sample_interval}",
