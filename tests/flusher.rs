@@ -145,9 +145,13 @@ fn background_writeback_starts_above_bg_thresh_and_works_in_chunks() {
 }
 
 #[test]
-fn unimplemented_policies_are_refused() {
-    let e = Scenario::builtin(&["run.dirty_throttle=io-less-3.2".into()]).unwrap_err();
-    assert!(e.to_string().contains("not implemented yet"), "{e}");
+fn unknown_policies_are_refused() {
+    let e = Scenario::builtin(&["run.dirty_throttle=io-less-4.0".into()]).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("expected one of \"io-less\", \"io-less-3.2\", \"legacy\""),
+        "{e}"
+    );
 }
 
 #[test]

@@ -496,10 +496,17 @@ impl Kernel {
                 // end of ->writepages for this inode
                 let iw = p.inode.take().expect("inode");
                 self.inodes[iw.ino].writeback_index = iw.cursor;
-                if self.jiffies()
-                    > self.wbs[wb].bw_time_stamp + crate::mm::page_writeback::max_pause_jiffies(hz)
-                {
-                    self.wb_update_bandwidth(wb, pid);
+                if self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::IoLess {
+                    if self.jiffies()
+                        > self.wbs[wb].bw_time_stamp
+                            + crate::mm::page_writeback::max_pause_jiffies(hz)
+                    {
+                        self.wb_update_bandwidth(wb, pid);
+                    }
+                } else {
+                    // 3.1/3.2: bdi_update_bandwidth with thresh = 0, and the
+                    // "idle > 1 s: snapshot only" rule against the pass start
+                    self.bdi_update_bandwidth_v32(wb, pid, None, p.start);
                 }
                 let wrote = iw.chunk - iw.nr_to_write;
                 p.work.nr_pages -= wrote;
@@ -522,7 +529,9 @@ impl Kernel {
             self.inodes[ino].list = None;
             self.inodes[ino].i_state |= I_SYNC;
             let chunk = self.writeback_chunk_size(wb, &p.work, p.chunk_cap);
-            self.wb_bandwidth_estimate_start(wb);
+            if self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::IoLess {
+                self.wb_bandwidth_estimate_start(wb);
+            }
             let idx = self.inodes[ino].writeback_index;
             p.inode = Some(InodeWb {
                 ino,

@@ -101,6 +101,8 @@ pub struct Task {
     pub dirty_paused_when: u64,
     /// Inside a sleeping balance_dirty_pages() call.
     pub bdp: Option<crate::mm::page_writeback::BdpCall>,
+    /// Inside a 3.2 balance_dirty_pages() call that slept.
+    pub v32: Option<crate::mm::page_writeback_v3_2::V32Call>,
     /// Inside a legacy (pre-3.2) balance_dirty_pages() call.
     pub legacy: Option<crate::mm::page_writeback_legacy::LegacyCall>,
     /// `task->dirties`: this task's share of recent dirtyings (pre-3.2).
@@ -218,6 +220,7 @@ impl Kernel {
             dirty_paused_when: 0,
             bdp: None,
             legacy: None,
+            v32: None,
             dirties: Default::default(),
             legacy_writeback_calls: 0,
             legacy_pages_written: 0,

@@ -158,7 +158,9 @@ impl Kernel {
         self.wb_domain_writeout_add(wb, npages);
         if self.inodes[ino].nr_writeback == 0 {
             self.wbs[wb].writeback_inodes -= 1;
-            self.queue_bw_dwork(wb);
+            if self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::IoLess {
+                self.queue_bw_dwork(wb); // bw_dwork exists since 5.14
+            }
         }
     }
 

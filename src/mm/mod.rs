@@ -6,4 +6,5 @@ pub mod backing_dev;
 pub mod filemap;
 pub mod page_writeback;
 pub mod page_writeback_legacy;
+pub mod page_writeback_v3_2;
 pub mod vmstat;

@@ -411,7 +411,7 @@ impl Kernel {
     /// `domain_dirty_limits` for the global domain, with its tracepoint.
     pub fn global_dirty_limits_traced(&mut self, pid: Pid) -> (u64, u64, u64) {
         let (avail, (thresh, bg)) =
-            if self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::Legacy {
+            if self.sc.run.dirty_throttle != crate::scenario::ThrottlePolicy::IoLess {
                 let a = self.legacy_dirtyable_memory();
                 (
                     a,
@@ -635,6 +635,31 @@ impl Kernel {
             return self.balance_dirty_pages(pid, wb, pages, start);
         }
         None
+    }
+
+    /// `balance_dirty_pages_ratelimited_nr` of 3.2 (the same test as 6.x,
+    /// without throttle leaks), entering 3.2's loop.
+    pub fn balance_dirty_pages_ratelimited_v32(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
+        let t = &self.tasks[pid];
+        let cpu = t.cpu;
+        let mut ratelimit = t.nr_dirtied_pause;
+        if self.wbs[wb].dirty_exceeded {
+            ratelimit = ratelimit.min(32 >> (ilog2(self.page_size()) - 10));
+        }
+        if t.nr_dirtied >= ratelimit {
+            self.dom.bdp_ratelimits[cpu] = 0;
+        } else if self.dom.bdp_ratelimits[cpu] >= self.dom.ratelimit_pages {
+            self.dom.bdp_ratelimits[cpu] = 0;
+            ratelimit = 0;
+        }
+        let t = &self.tasks[pid];
+        if t.nr_dirtied >= ratelimit {
+            let pages = t.nr_dirtied;
+            let start = self.jiffies();
+            self.tasks[pid].v32 = None;
+            return self.balance_dirty_pages_v32(pid, wb, pages, start);
+        }
+        ThrottleStep::Done
     }
 
     /// Pages the task may still dirty before `balance_dirty_pages_ratelimited`
@@ -863,7 +888,8 @@ impl Kernel {
             ThrottlePolicy::Legacy => self
                 .balance_dirty_pages_ratelimited_legacy(pid, wb)
                 .unwrap_or(ThrottleStep::Done),
-            _ => match self.balance_dirty_pages_ratelimited(pid, wb) {
+            ThrottlePolicy::IoLess32 => self.balance_dirty_pages_ratelimited_v32(pid, wb),
+            ThrottlePolicy::IoLess => match self.balance_dirty_pages_ratelimited(pid, wb) {
                 Some(at) => ThrottleStep::Sleep(at),
                 None => ThrottleStep::Done,
             },
@@ -874,7 +900,8 @@ impl Kernel {
     pub fn throttle_resume(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
         match self.sc.run.dirty_throttle {
             ThrottlePolicy::Legacy => self.balance_dirty_pages_legacy(pid, wb),
-            _ => match self.balance_dirty_pages_resume(pid, wb) {
+            ThrottlePolicy::IoLess32 => self.balance_dirty_pages_v32_resume(pid, wb),
+            ThrottlePolicy::IoLess => match self.balance_dirty_pages_resume(pid, wb) {
                 Some(at) => ThrottleStep::Sleep(at),
                 None => ThrottleStep::Done,
             },

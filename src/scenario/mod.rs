@@ -766,13 +766,12 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         Some((w, _)) => w,
         None => duration / 2,
     };
-    let dirty_throttle = match r.choice("run.dirty_throttle", &["io-less", "io-less-3.2", "legacy"])? {
-        Some((s, e)) if s == "io-less-3.2" => {
-            return err(&e.origin, "`run.dirty_throttle` = \"io-less-3.2\" is not implemented yet; expected \"io-less\" or \"legacy\"")
-        }
-        Some((s, _)) if s == "legacy" => ThrottlePolicy::Legacy,
-        _ => ThrottlePolicy::IoLess,
-    };
+    let dirty_throttle =
+        match r.choice("run.dirty_throttle", &["io-less", "io-less-3.2", "legacy"])? {
+            Some((s, _)) if s == "io-less-3.2" => ThrottlePolicy::IoLess32,
+            Some((s, _)) if s == "legacy" => ThrottlePolicy::Legacy,
+            _ => ThrottlePolicy::IoLess,
+        };
     let sample_interval = match r.duration("run.sample_interval")? {
         Some((s, e)) if s < NSEC_PER_MSEC => {
             return err(&e.origin, "`run.sample_interval` must be ≥ 1ms")
