@@ -278,16 +278,18 @@ impl Kernel {
         let pos = bdi_position_ratio_v32(&g, self.dom.dirty_limit, w.avg_write_bandwidth);
         c.task_ratelimit =
             ((c.dirty_ratelimit as u128 * pos as u128) >> RATELIMIT_CALC_SHIFT) as u64;
-        if c.task_ratelimit == 0 {
-            c.pause = c.max_pause as i64;
-        } else {
-            c.pause = (hz * pages_dirtied / c.task_ratelimit) as i64;
-            if c.pause <= 0 {
-                self.trace_bdp_v32(pid, wb, &g, &c, 0);
-                c.pause = 1; // "avoid resetting nr_dirtied_pause below"
-                return self.v32_after_loop(pid, wb, c);
+        match (hz * pages_dirtied).checked_div(c.task_ratelimit) {
+            // task_ratelimit == 0: over the limit, sleep the longest
+            None => c.pause = c.max_pause as i64,
+            Some(p) => {
+                c.pause = p as i64;
+                if c.pause <= 0 {
+                    self.trace_bdp_v32(pid, wb, &g, &c, 0);
+                    c.pause = 1; // "avoid resetting nr_dirtied_pause below"
+                    return self.v32_after_loop(pid, wb, c);
+                }
+                c.pause = c.pause.min(c.max_pause as i64);
             }
-            c.pause = c.pause.min(c.max_pause as i64);
         }
         self.trace_bdp_v32(pid, wb, &g, &c, c.pause);
         self.wbs[wb].dirty_sleep = self.jiffies();
