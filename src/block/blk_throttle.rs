@@ -39,7 +39,7 @@ impl Kernel {
         t.busy_until_x = start + bytes as u128 * NSEC_PER_SEC as u128;
         t.queued += 1;
         let at = t.busy_until_x.div_ceil(t.bps as u128) as Ns;
-        self.q.schedule(at, Ev::ThrotlDispatch { bio: id });
+        self.q.schedule(at, Ev::ThrotlDispatch { bio: id as u32 });
     }
 
     /// The throttle releases a bio to the request queue.

@@ -72,7 +72,7 @@ impl Kernel {
             schedule.push(at);
         }
         for at in schedule {
-            self.q.schedule(at, Ev::DiskXfer { dev });
+            self.q.schedule(at, Ev::DiskXfer { dev: dev as u32 });
         }
     }
 

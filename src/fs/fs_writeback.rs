@@ -138,7 +138,7 @@ impl Kernel {
         w.dwork_at = Some(at);
         w.dwork_gen += 1;
         let gen = w.dwork_gen;
-        self.q.schedule(at, Ev::WbWorkfn { wb, gen });
+        self.q.schedule(at, Ev::WbWorkfn { wb: wb as u32, gen });
     }
 
     /// `wb_wakeup`: run the work item now.
@@ -168,7 +168,7 @@ impl Kernel {
         self.wb_wakeup(wb);
     }
 
-    pub fn wb_workfn_fire(&mut self, wb: WbId, gen: u64) {
+    pub fn wb_workfn_fire(&mut self, wb: WbId, gen: u32) {
         if self.wbs[wb].dwork_gen != gen || self.wbs[wb].dwork_at.is_none() {
             return;
         }

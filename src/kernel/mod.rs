@@ -26,23 +26,24 @@ pub type InodeId = usize;
 pub type DevId = usize;
 pub type BioId = usize;
 
-/// Everything that can happen at a point in simulated time.
+/// Everything that can happen at a point in simulated time. Kept to 12
+/// bytes (u32 indices and generations) so the event queue stays compact.
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {
     /// A CPU's current slice ends (stale if `gen` moved on).
-    CpuSlice { cpu: usize, gen: u64 },
+    CpuSlice { cpu: u32, gen: u32 },
     /// A sleeping task's timer fires (stale if the task's `gen` moved on).
-    Wake { pid: Pid, gen: u64 },
+    Wake { pid: u32, gen: u32 },
     /// The wb's writeback work item runs (`wb_workfn` queued on a workqueue).
-    WbWorkfn { wb: WbId, gen: u64 },
+    WbWorkfn { wb: u32, gen: u32 },
     /// The fprop aging timer (`writeout_period`).
     WriteoutPeriod,
     /// `wb->bw_dwork`: delayed bandwidth update after an inode's writeback ends.
-    BwDwork { wb: WbId },
+    BwDwork { wb: u32 },
     /// blk-throttle releases a bio to the device's queue.
-    ThrotlDispatch { bio: BioId },
+    ThrotlDispatch { bio: u32 },
     /// A disk-model device finishes its current transfer.
-    DiskXfer { dev: DevId },
+    DiskXfer { dev: u32 },
     /// Periodic sampling of counters for the summary.
     Sample,
     /// The end of the run.
@@ -81,7 +82,7 @@ pub struct Task {
     pub body: Option<Body>,
     pub state: RunState,
     pub cpu: usize,
-    pub gen: u64,
+    pub gen: u32,
     /// CPU time still owed to the current burst, and its user share.
     pub burst_left: Ns,
     pub burst_user_left: Ns,
@@ -241,17 +242,18 @@ impl Kernel {
             *self.evcount.entry(k).or_insert(0) += 1;
         }
         match ev {
-            Ev::CpuSlice { cpu, gen } => self.cpu_slice_end(cpu, gen),
+            Ev::CpuSlice { cpu, gen } => self.cpu_slice_end(cpu as usize, gen),
             Ev::Wake { pid, gen } => {
+                let pid = pid as usize;
                 if self.tasks[pid].gen == gen && self.tasks[pid].state == RunState::Sleeping {
                     self.wake_up_process(pid);
                 }
             }
-            Ev::WbWorkfn { wb, gen } => self.wb_workfn_fire(wb, gen),
+            Ev::WbWorkfn { wb, gen } => self.wb_workfn_fire(wb as usize, gen),
             Ev::WriteoutPeriod => self.writeout_period(),
-            Ev::BwDwork { wb } => self.wb_update_bandwidth_dwork(wb),
-            Ev::ThrotlDispatch { bio } => self.blk_throtl_dispatch(bio),
-            Ev::DiskXfer { dev } => self.disk_xfer_done(dev),
+            Ev::BwDwork { wb } => self.wb_update_bandwidth_dwork(wb as usize),
+            Ev::ThrotlDispatch { bio } => self.blk_throtl_dispatch(bio as usize),
+            Ev::DiskXfer { dev } => self.disk_xfer_done(dev as usize),
             Ev::Sample => {
                 self.sample();
                 let next = self.now() + self.sc.run.sample_interval;

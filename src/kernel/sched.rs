@@ -10,7 +10,7 @@ use crate::sim::Ns;
 #[derive(Default, Clone, Debug)]
 pub struct Cpu {
     pub cur: Option<Pid>,
-    pub gen: u64,
+    pub gen: u32,
     /// Length of the running slice event.
     pub slice: Ns,
     /// When the current task got this CPU (its slice counts from here,
@@ -80,7 +80,13 @@ impl Kernel {
         let t = &mut self.tasks[pid];
         t.state = RunState::Running;
         t.cpu = cpu;
-        self.q.schedule(now + slice, Ev::CpuSlice { cpu, gen });
+        self.q.schedule(
+            now + slice,
+            Ev::CpuSlice {
+                cpu: cpu as u32,
+                gen,
+            },
+        );
     }
 
     /// The slice of the task on `cpu` is used up and others wait: preempt it.
@@ -103,7 +109,7 @@ impl Kernel {
         }
     }
 
-    pub(super) fn cpu_slice_end(&mut self, cpu: usize, gen: u64) {
+    pub(super) fn cpu_slice_end(&mut self, cpu: usize, gen: u32) {
         if self.cpus[cpu].gen != gen {
             return;
         }
@@ -164,8 +170,13 @@ impl Kernel {
                 let gen = t.gen;
                 let j = self.sc.machine.cost.wakeup_jitter;
                 let jitter = if j > 0 { self.rng.below(j) } else { 0 };
-                self.q
-                    .schedule(at.max(self.q.now()) + jitter, Ev::Wake { pid, gen });
+                self.q.schedule(
+                    at.max(self.q.now()) + jitter,
+                    Ev::Wake {
+                        pid: pid as u32,
+                        gen,
+                    },
+                );
                 self.schedule_next(cpu);
             }
             Action::Block => {

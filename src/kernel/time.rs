@@ -24,6 +24,9 @@ pub fn wheel_bucket_expiry(expires: u64, clk: u64) -> u64 {
         return clk;
     }
     let delta = expires - clk;
+    if delta < LVL_SIZE - 1 {
+        return expires + 1; // level 0, the common case
+    }
     let cutoff = lvl_start(LVL_DEPTH);
     let (lvl, expires) = if delta >= cutoff {
         let max = cutoff - (1 << ((LVL_DEPTH - 1) * LVL_CLK_SHIFT));

@@ -56,7 +56,7 @@ pub struct Wb {
     pub flusher: Pid,
     /// When the work item is queued to run (None: not queued), and its generation.
     pub dwork_at: Option<u64>,
-    pub dwork_gen: u64,
+    pub dwork_gen: u32,
     pub bw_dwork_pending: bool,
 }
 

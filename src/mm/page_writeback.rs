@@ -564,7 +564,7 @@ impl Kernel {
         self.wbs[wb].bw_dwork_pending = true;
         // queue_delayed_work(bdi_wq, &wb->bw_dwork, BANDWIDTH_INTERVAL)
         let at = self.timer_fire_time(self.jiffies() + max_pause_jiffies(self.hz()));
-        self.q.schedule(at, Ev::BwDwork { wb });
+        self.q.schedule(at, Ev::BwDwork { wb: wb as u32 });
     }
 
     pub fn wb_update_bandwidth_dwork(&mut self, wb: WbId) {

@@ -45,8 +45,12 @@ impl Jiffies {
     }
     /// The time of the tick that starts jiffy `j` (0 for jiffies before boot).
     pub fn start_of(&self, j: u64) -> Ns {
-        let num = j.saturating_sub(self.base) as u128 * NSEC_PER_SEC as u128;
-        num.div_ceil(self.hz as u128) as Ns
+        let k = j.saturating_sub(self.base);
+        if NSEC_PER_SEC.is_multiple_of(self.hz) {
+            k * (NSEC_PER_SEC / self.hz)
+        } else {
+            (k as u128 * NSEC_PER_SEC as u128).div_ceil(self.hz as u128) as Ns
+        }
     }
     /// Jiffies to milliseconds the way the writeback tracepoints convert
     /// them: `x * 1000 / HZ` in C `long` arithmetic (truncation toward zero).
@@ -58,20 +62,49 @@ impl Jiffies {
 /// Events ordered by (time, sequence number). Two events at the same time
 /// fire in the order they were scheduled, so runs are reproducible.
 ///
-/// The queue is a radix heap: an event's key is `time << 64 | seq`, keys
-/// only ever grow (nothing is scheduled in the past), and an event sits in
-/// the bucket of the highest bit in which its key differs from the last key
-/// popped. Popping empties the lowest non-empty bucket into lower ones, so
-/// each event moves a few times at most: O(1) amortized, cache friendly.
+/// A calendar queue: time is cut into buckets of `2^BUCKET_SHIFT` ns, and a
+/// ring of `RING` buckets covers the next ~0.5 s. An event goes unsorted
+/// into its bucket (or, beyond the ring, into a heap of far events); when
+/// the clock reaches a bucket, the bucket is sorted once by (time, seq)
+/// and popped in order. An occupancy bitmap skips empty buckets. Each event is
+/// moved at most twice, whatever the number of pending events.
 pub struct EventQueue<E> {
-    buckets: Vec<Vec<(u128, E)>>,
-    /// Bit i-1 set: bucket i (1..=128) is non-empty.
-    mask: u128,
-    last: u128,
+    ring: Vec<Vec<(u128, E)>>,
+    occupied: Vec<u64>,
+    /// The current bucket, sorted so that the next event is at the end.
+    near: Vec<(u128, E)>,
+    /// Start time of the current bucket.
+    cur: Ns,
+    far: std::collections::BinaryHeap<Far<E>>,
     len: usize,
     seq: u64,
     now: Ns,
     popped: u64,
+}
+
+const BUCKET_SHIFT: u32 = 16; // 65.5 us
+const RING: usize = 8192; // ~537 ms
+const WIDTH: Ns = 1 << BUCKET_SHIFT;
+const HORIZON: Ns = WIDTH * RING as Ns;
+
+/// A heap entry, ordered earliest (time, seq) first.
+pub struct Far<E>(u128, E);
+
+impl<E> PartialEq for Far<E> {
+    fn eq(&self, o: &Self) -> bool {
+        self.0 == o.0
+    }
+}
+impl<E> Eq for Far<E> {}
+impl<E> PartialOrd for Far<E> {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<E> Ord for Far<E> {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        o.0.cmp(&self.0)
+    }
 }
 
 impl<E> Default for EventQueue<E> {
@@ -80,16 +113,18 @@ impl<E> Default for EventQueue<E> {
     }
 }
 
-fn bucket_of(key: u128, last: u128) -> usize {
-    (128 - (key ^ last).leading_zeros()) as usize
+fn time_of(key: u128) -> Ns {
+    (key >> 64) as Ns
 }
 
 impl<E> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
-            buckets: (0..=128).map(|_| Vec::new()).collect(),
-            mask: 0,
-            last: 0,
+            ring: (0..RING).map(|_| Vec::new()).collect(),
+            occupied: vec![0; RING / 64],
+            near: Vec::new(),
+            cur: 0,
+            far: std::collections::BinaryHeap::new(),
             len: 0,
             seq: 0,
             now: 0,
@@ -106,35 +141,79 @@ impl<E> EventQueue<E> {
         let at = at.max(self.now);
         self.seq += 1;
         let key = ((at as u128) << 64) | self.seq as u128;
-        self.put(key, ev);
         self.len += 1;
+        self.place(key, ev);
     }
-    fn put(&mut self, key: u128, ev: E) {
-        let b = bucket_of(key, self.last);
-        if b > 0 {
-            self.mask |= 1 << (b - 1);
+    fn place(&mut self, key: u128, ev: E) {
+        let at = time_of(key);
+        if at < self.cur + WIDTH {
+            // the current bucket: keep it sorted, next event last
+            let pos = self.near.partition_point(|(k, _)| *k > key);
+            self.near.insert(pos, (key, ev));
+        } else if at < self.cur + HORIZON {
+            let b = ((at >> BUCKET_SHIFT) as usize) % RING;
+            self.ring[b].push((key, ev));
+            self.occupied[b / 64] |= 1 << (b % 64);
+        } else {
+            self.far.push(Far(key, ev));
         }
-        self.buckets[b].push((key, ev));
+    }
+    /// The first occupied ring bucket after the current one, as a distance.
+    fn next_occupied(&self) -> Option<usize> {
+        let start = ((self.cur >> BUCKET_SHIFT) as usize + 1) % RING;
+        for step in 0..=RING / 64 {
+            let word_idx = (start / 64 + step) % (RING / 64);
+            let mut w = self.occupied[word_idx];
+            if step == 0 {
+                w &= !0u64 << (start % 64);
+            }
+            if w != 0 {
+                let b = word_idx * 64 + w.trailing_zeros() as usize;
+                return Some((b + RING - start) % RING + 1);
+            }
+        }
+        None
+    }
+    fn advance(&mut self) {
+        // move to the next bucket that holds anything (ring or far)
+        let dist = self.next_occupied();
+        let ring_next = dist.map(|d| (self.cur & !(WIDTH - 1)) + d as Ns * WIDTH);
+        let far_next = self.far.peek().map(|f| time_of(f.0) & !(WIDTH - 1));
+        self.cur = match (ring_next, far_next) {
+            (Some(r), Some(f)) => r.min(f),
+            (Some(r), None) => r,
+            (None, Some(f)) => f,
+            (None, None) => return,
+        };
+        let b = ((self.cur >> BUCKET_SHIFT) as usize) % RING;
+        let mut v = std::mem::take(&mut self.ring[b]);
+        self.occupied[b / 64] &= !(1 << (b % 64));
+        // far events that now fall inside the ring's horizon
+        while let Some(f) = self.far.peek() {
+            if time_of(f.0) >= self.cur + HORIZON {
+                break;
+            }
+            let Far(k, e) = self.far.pop().expect("peeked");
+            if time_of(k) < self.cur + WIDTH {
+                v.push((k, e));
+            } else {
+                let bb = ((time_of(k) >> BUCKET_SHIFT) as usize) % RING;
+                self.ring[bb].push((k, e));
+                self.occupied[bb / 64] |= 1 << (bb % 64);
+            }
+        }
+        v.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        self.near = v;
     }
     pub fn pop(&mut self) -> Option<(Ns, E)> {
         if self.len == 0 {
             return None;
         }
-        if self.buckets[0].is_empty() {
-            let i = self.mask.trailing_zeros() as usize + 1;
-            self.mask &= !(1 << (i - 1));
-            let mut b = std::mem::take(&mut self.buckets[i]);
-            self.last = b.iter().map(|(k, _)| *k).min().expect("non-empty bucket");
-            for (k, e) in b.drain(..) {
-                self.put(k, e);
-            }
-            // keep the emptied bucket's allocation for reuse
-            if self.buckets[i].is_empty() {
-                self.buckets[i] = b;
-            }
+        while self.near.is_empty() {
+            self.advance();
         }
-        let (key, ev) = self.buckets[0].pop().expect("bucket 0 holds the minimum");
-        let at = (key >> 64) as Ns;
+        let (key, ev) = self.near.pop().expect("non-empty bucket");
+        let at = time_of(key);
         assert!(at >= self.now, "time went backwards");
         self.now = at;
         self.len -= 1;
@@ -194,9 +273,9 @@ mod tests {
         let mut p = Prng::new(3);
         let mut expect = Vec::new();
         let mut n = 0u32;
-        for round in 0..50u64 {
+        for round in 0..60u64 {
             for _ in 0..200 {
-                let at = q.now() + p.below(1 << (round % 40));
+                let at = q.now() + p.below(1 << (round % 44));
                 q.schedule(at, n);
                 expect.push((at, n));
                 n += 1;

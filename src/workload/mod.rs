@@ -30,7 +30,13 @@ impl Kernel {
                         let at = job.start;
                         self.tasks[pid].gen += 1;
                         let gen = self.tasks[pid].gen;
-                        self.q.schedule(at, crate::kernel::Ev::Wake { pid, gen });
+                        self.q.schedule(
+                            at,
+                            crate::kernel::Ev::Wake {
+                                pid: pid as u32,
+                                gen,
+                            },
+                        );
                     }
                 }
             }
