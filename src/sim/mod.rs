@@ -202,7 +202,7 @@ impl<E> EventQueue<E> {
                 self.occupied[bb / 64] |= 1 << (bb % 64);
             }
         }
-        v.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        v.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
         self.near = v;
     }
     pub fn pop(&mut self) -> Option<(Ns, E)> {
