@@ -20,6 +20,11 @@ pub struct VmSample {
 
 #[derive(Clone, Debug, Default)]
 pub struct TaskSnap {
+    /// Writeback passes a dirtier ran itself, and the pages they wrote
+    /// (legacy throttling; the kernel does not expose these, so live runs
+    /// leave them at 0).
+    pub writeback_calls: u64,
+    pub writeback_pages: u64,
     pub wchar: u64,
     pub nvcsw: u64,
     pub nivcsw: u64,
@@ -79,6 +84,8 @@ impl Kernel {
     fn task_snap(&self, i: usize) -> TaskSnap {
         let t = &self.tasks[i];
         TaskSnap {
+            writeback_calls: t.legacy_writeback_calls,
+            writeback_pages: t.legacy_pages_written,
             wchar: t.wchar,
             nvcsw: t.nvcsw,
             nivcsw: t.nivcsw,
@@ -235,6 +242,10 @@ pub struct JobSummary {
     /// CPU seconds per second, summed over the job's tasks.
     pub cpu_user: f64,
     pub cpu_system: f64,
+    /// Writeback passes run by the job's own tasks per second (legacy
+    /// throttling), and the MiB/s they wrote.
+    pub dirtier_writeback_calls_s: f64,
+    pub dirtier_writeback_mib_s: f64,
 }
 
 #[derive(Serialize, Debug)]
@@ -313,6 +324,14 @@ impl Summary {
                 .collect();
             let user: u64 = ts.iter().map(|t| t.end.utime - t.start.utime).sum();
             let sys: u64 = ts.iter().map(|t| t.end.stime - t.start.stime).sum();
+            let wb_calls: u64 = ts
+                .iter()
+                .map(|t| t.end.writeback_calls - t.start.writeback_calls)
+                .sum();
+            let wb_pages: u64 = ts
+                .iter()
+                .map(|t| t.end.writeback_pages - t.start.writeback_pages)
+                .sum();
             let agg: f64 = rate.iter().sum();
             total += agg;
             all_v.extend(v.iter().copied());
@@ -326,6 +345,8 @@ impl Summary {
                 involuntary_cs_per_task_s: Spread::of(iv),
                 cpu_user: r3(per_s(user) / NSEC_PER_SEC as f64),
                 cpu_system: r3(per_s(sys) / NSEC_PER_SEC as f64),
+                dirtier_writeback_calls_s: r3(per_s(wb_calls)),
+                dirtier_writeback_mib_s: r3(per_s(wb_pages * o.page_size) / MIB),
             });
         }
         let devices = o
