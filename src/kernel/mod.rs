@@ -89,9 +89,6 @@ pub struct Task {
     /// Woken: the task's logic runs when it gets a CPU, and the wakeup cost
     /// is added to the burst it asks for.
     pub woken: bool,
-    /// What to do once the current burst ends (set when a woken task
-    /// decided at once to sleep again: the burst is just the wakeup cost).
-    pub deferred: Option<Action>,
     pub nvcsw: u64,
     pub nivcsw: u64,
     pub utime: Ns,
@@ -210,7 +207,6 @@ impl Kernel {
             burst_left: 0,
             burst_user_left: 0,
             woken: false,
-            deferred: None,
             nvcsw: 0,
             nivcsw: 0,
             utime: 0,

@@ -35,35 +35,43 @@ impl Kernel {
             self.cpus.iter().position(|c| c.cur.is_none())
         };
         match cpu {
-            Some(c) => self.dispatch(c, pid),
+            Some(c) => {
+                self.dispatch(c, pid);
+            }
             None => self.runqueue.push_back(pid),
         }
     }
 
-    fn dispatch(&mut self, cpu: usize, pid: Pid) {
+    /// Give `cpu` to `pid`. Returns false if the task (just woken) went
+    /// back to sleep at once, leaving the CPU free.
+    fn dispatch(&mut self, cpu: usize, pid: Pid) -> bool {
         if self.tasks[pid].woken {
-            // A woken task's logic continues as soon as it is on a CPU.
+            // A woken task's logic continues as soon as it is on a CPU; the
+            // wakeup cost is added to the burst it asks for.
             self.tasks[pid].woken = false;
             self.cpus[cpu].cur = Some(pid);
             self.tasks[pid].state = RunState::Running;
             self.tasks[pid].cpu = cpu;
             let w = self.sc.machine.cost.wakeup;
-            let t_action = self.task_step(pid);
-            let t = &mut self.tasks[pid];
-            match t_action {
+            match self.task_step(pid) {
                 Action::Cpu { user, sys } => {
+                    let t = &mut self.tasks[pid];
                     t.burst_left = user + sys + w;
                     t.burst_user_left = user;
                 }
                 other => {
-                    t.burst_left = w;
-                    t.burst_user_left = 0;
-                    t.deferred = Some(other);
+                    // Straight back to sleep: charge the wakeup, free the CPU.
+                    self.tasks[pid].stime += w;
+                    self.cpus[cpu].busy_ns += w;
+                    self.cpus[cpu].cur = None;
+                    self.finish_burst(pid, other);
+                    return false;
                 }
             }
         }
         self.cpus[cpu].since = self.q.now();
         self.run_burst(cpu, pid);
+        true
     }
 
     /// Run `pid`'s current burst on `cpu` until it ends or its slice is used up.
@@ -104,8 +112,10 @@ impl Kernel {
 
     fn schedule_next(&mut self, cpu: usize) {
         self.cpus[cpu].cur = None;
-        if let Some(next) = self.runqueue.pop_front() {
-            self.dispatch(cpu, next);
+        while let Some(next) = self.runqueue.pop_front() {
+            if self.dispatch(cpu, next) {
+                break;
+            }
         }
     }
 
@@ -138,10 +148,7 @@ impl Kernel {
             return;
         }
         // The burst is done: the task's logic continues on this CPU.
-        let action = match self.tasks[pid].deferred.take() {
-            Some(a) => a,
-            None => self.task_step(pid),
-        };
+        let action = self.task_step(pid);
         self.apply_action(pid, cpu, action);
     }
 
@@ -162,11 +169,21 @@ impl Kernel {
                     self.run_burst(cpu, pid);
                 }
             }
+            other => {
+                self.finish_burst(pid, other);
+                self.schedule_next(cpu);
+            }
+        }
+    }
+
+    /// The task leaves the CPU: it sleeps, blocks or exits.
+    fn finish_burst(&mut self, pid: Pid, action: Action) {
+        let t = &mut self.tasks[pid];
+        match action {
             Action::SleepUntil(at) => {
-                let t = &mut self.tasks[pid];
                 t.state = RunState::Sleeping;
                 t.nvcsw += 1;
-                t.gen += 1;
+                t.gen = t.gen.wrapping_add(1);
                 let gen = t.gen;
                 let j = self.sc.machine.cost.wakeup_jitter;
                 let jitter = if j > 0 { self.rng.below(j) } else { 0 };
@@ -177,19 +194,14 @@ impl Kernel {
                         gen,
                     },
                 );
-                self.schedule_next(cpu);
             }
             Action::Block => {
-                let t = &mut self.tasks[pid];
                 t.state = RunState::Sleeping;
                 t.nvcsw += 1;
-                t.gen += 1;
-                self.schedule_next(cpu);
+                t.gen = t.gen.wrapping_add(1);
             }
-            Action::Exit => {
-                self.tasks[pid].state = RunState::Dead;
-                self.schedule_next(cpu);
-            }
+            Action::Exit => t.state = RunState::Dead,
+            Action::Cpu { .. } => unreachable!("a burst is not an exit"),
         }
     }
 
@@ -197,14 +209,9 @@ impl Kernel {
     /// wakeup/switch cost (added to its next burst) when it gets a CPU.
     pub fn wake_up_process(&mut self, pid: Pid) {
         if self.tasks[pid].state != RunState::Sleeping {
-            // Woken after deciding to block but before schedule(): the
-            // task does not sleep and its logic runs again instead.
-            if matches!(self.tasks[pid].deferred, Some(Action::Block)) {
-                self.tasks[pid].deferred = None;
-            }
             return;
         }
-        self.tasks[pid].gen += 1;
+        self.tasks[pid].gen = self.tasks[pid].gen.wrapping_add(1);
         self.tasks[pid].woken = true;
         self.cpu_request(pid, 0, 0);
     }
