@@ -68,6 +68,9 @@ pub struct Observations {
     pub tasks: Vec<TaskObs>,
     pub devices: Vec<DevObs>,
     pub trace: Vec<Record>,
+    /// The bdis of the scenario's devices ("7:0"); trace lines of other
+    /// bdis are left out of the statistics and counted as contamination.
+    pub bdis: Vec<String>,
     pub events_simulated: Option<u64>,
 }
 
@@ -157,6 +160,7 @@ impl Kernel {
             tasks,
             devices,
             trace,
+            bdis: self.wbs.iter().map(|w| w.name.clone()).collect(),
             events_simulated: Some(self.events_simulated()),
         }
     }
@@ -282,6 +286,9 @@ pub struct Summary {
     pub voluntary_cs_per_task_s: Spread,
     pub involuntary_cs_per_task_s: Spread,
     pub trace: BTreeMap<String, EventSummary>,
+    /// Trace lines in the window for bdis that are not the scenario's
+    /// (other devices' writeback on a live machine).
+    pub other_bdi_lines: u64,
     pub events_simulated: Option<u64>,
 }
 
@@ -374,11 +381,10 @@ impl Summary {
             .filter(|s| s.t >= w0 && s.t <= w1)
             .collect();
         let mut trace = BTreeMap::new();
-        let recs: Vec<&Record> = o
-            .trace
-            .iter()
-            .filter(|r| r.ts >= w0 && r.ts <= w1)
-            .collect();
+        let trace_win: Vec<&Record> = o.trace.iter().filter(|r| r.ts >= w0 && r.ts <= w1).collect();
+        let foreign = |r: &Record| !o.bdis.is_empty() && r.bdi.as_ref().is_some_and(|b| !o.bdis.contains(b));
+        let other_bdi_lines = trace_win.iter().filter(|r| foreign(r)).count() as u64;
+        let recs: Vec<&Record> = trace_win.into_iter().filter(|r| !foreign(r)).collect();
         let mut evnames: Vec<&str> = recs.iter().map(|r| r.event.as_str()).collect();
         evnames.sort();
         evnames.dedup();
@@ -422,6 +428,7 @@ impl Summary {
             voluntary_cs_per_task_s: Spread::of(all_v),
             involuntary_cs_per_task_s: Spread::of(all_iv),
             trace,
+            other_bdi_lines,
             events_simulated: o.events_simulated,
         }
     }
