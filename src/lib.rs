@@ -12,6 +12,7 @@ pub mod drivers;
 pub mod fs;
 pub mod kernel;
 pub mod klib;
+pub mod live;
 pub mod metrics;
 pub mod mm;
 pub mod output;

@@ -56,6 +56,18 @@ enum Cmd {
         #[arg(long)]
         bdi: Option<String>,
     },
+    /// Run the scenario's workload on this machine's kernel (root) and write
+    /// the same outputs as `run`, measured the same way
+    Live {
+        #[command(flatten)]
+        s: ScenarioArgs,
+        /// Output directory
+        #[arg(long, default_value = "wbsim-live")]
+        out: PathBuf,
+        /// Do not print the human summary or progress
+        #[arg(long, short)]
+        quiet: bool,
+    },
     /// Validate a scenario without running it
     Check {
         #[command(flatten)]
@@ -109,6 +121,31 @@ pub fn main() -> i32 {
         }
     };
     match cli.cmd {
+        Cmd::Live { s, out, quiet } => {
+            let sc = match load(&s) {
+                Ok(sc) => sc,
+                Err(e) => return bad_input(&e),
+            };
+            match live_once(&sc, quiet) {
+                Ok(r) => {
+                    if let Err(e) = write_outputs(&out, &r) {
+                        eprintln!("wbsim: error: cannot write to {}: {e}", out.display());
+                        return 2;
+                    }
+                    if !quiet {
+                        print_human(&r, &out);
+                        if r.summary.other_bdi_lines > 0 {
+                            eprintln!(
+                                "wbsim: warning: {} trace lines in the window came from other devices' writeback (see other_bdi_lines)",
+                                r.summary.other_bdi_lines
+                            );
+                        }
+                    }
+                    0
+                }
+                Err(code) => code,
+            }
+        }
         Cmd::Compare { a, b } => match compare::run(&a, &b) {
             Ok(t) => {
                 print!("{t}");
@@ -273,5 +310,32 @@ pub fn bench(sc: &Scenario, repeat: u32, which: &str) {
             events,
             best * 1e9 / events.max(1) as f64
         );
+    }
+}
+
+/// One live run with the machine restored afterwards. Err is the exit code.
+pub fn live_once(sc: &Scenario, quiet: bool) -> Result<crate::output::RunResult, i32> {
+    use crate::live::{self, LiveError, Restore};
+    let stop = live::stop_flag();
+    let mut guard = Restore::default();
+    let r = live::run(sc, &stop, &mut guard, &mut |m: &str| {
+        if !quiet {
+            eprintln!("[wbsim live] {m}");
+        }
+    });
+    guard.restore();
+    for l in &guard.log {
+        eprintln!("wbsim: warning: {l}");
+    }
+    match r {
+        Ok(r) => Ok(r),
+        Err(e) => {
+            eprintln!("wbsim: {e}");
+            Err(match e {
+                LiveError::Refused(_) => 2,
+                LiveError::Interrupted => 130,
+                LiveError::Failed(_) => 1,
+            })
+        }
     }
 }

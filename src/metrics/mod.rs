@@ -381,8 +381,13 @@ impl Summary {
             .filter(|s| s.t >= w0 && s.t <= w1)
             .collect();
         let mut trace = BTreeMap::new();
-        let trace_win: Vec<&Record> = o.trace.iter().filter(|r| r.ts >= w0 && r.ts <= w1).collect();
-        let foreign = |r: &Record| !o.bdis.is_empty() && r.bdi.as_ref().is_some_and(|b| !o.bdis.contains(b));
+        let trace_win: Vec<&Record> = o
+            .trace
+            .iter()
+            .filter(|r| r.ts >= w0 && r.ts <= w1)
+            .collect();
+        let foreign =
+            |r: &Record| !o.bdis.is_empty() && r.bdi.as_ref().is_some_and(|b| !o.bdis.contains(b));
         let other_bdi_lines = trace_win.iter().filter(|r| foreign(r)).count() as u64;
         let recs: Vec<&Record> = trace_win.into_iter().filter(|r| !foreign(r)).collect();
         let mut evnames: Vec<&str> = recs.iter().map(|r| r.event.as_str()).collect();

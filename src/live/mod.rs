@@ -1,0 +1,697 @@
+//! `wbsim live`: run a scenario's workload on the running kernel and write
+//! the same outputs as `wbsim run`, measured by the same code.
+//!
+//! Each run builds its device afresh: a *new* loop device (`LOOP_CTL_ADD`
+//! on an unused index, removed again afterwards), because the kernel keeps a
+//! loop device's bdi, with its bandwidth estimate and dirty_ratelimit,
+//! across `losetup -d`/`losetup -f`. So the bdi starts from INIT_BW, as a
+//! simulated device does. It backs onto a sparse image on tmpfs,
+//! caps its writes with the root v1 blkio throttle, makes and mounts ext4,
+//! sets the scenario's `vm.dirty_*` sysctls, traces the writeback events in
+//! a private tracefs instance and runs the jobs. Everything it changes is
+//! recorded in a [`Restore`] guard that puts the machine back on success,
+//! on error and on SIGINT/SIGTERM: the dd processes (killed by PID), the
+//! trace instance, the throttle rule (it outlives `losetup -d`), the mount,
+//! the loop device, the image and the sysctls (writing back whichever of
+//! `*_bytes`/`*_ratio` was set, since writing one zeroes the other).
+
+use crate::metrics::{DevObs, DevSnap, Observations, Summary, TaskObs, TaskSnap, VmSample};
+use crate::output::RunResult;
+use crate::scenario::{DeviceKind, JobKind, Scenario};
+use crate::sim::{Ns, NSEC_PER_MSEC, NSEC_PER_SEC};
+use crate::trace;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub const TRACEFS: &str = "/sys/kernel/tracing";
+pub const BLKIO_THROTTLE: &str = "/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device";
+const SYSCTLS: [&str; 6] = [
+    "dirty_background_bytes",
+    "dirty_background_ratio",
+    "dirty_bytes",
+    "dirty_ratio",
+    "dirty_expire_centisecs",
+    "dirty_writeback_centisecs",
+];
+
+/// Why live mode stopped.
+#[derive(Debug)]
+pub enum LiveError {
+    /// This host or scenario cannot be run live (exit code 2).
+    Refused(String),
+    /// Interrupted by SIGINT or SIGTERM (exit code 130).
+    Interrupted,
+    /// Something failed while running (exit code 1).
+    Failed(String),
+}
+
+impl std::fmt::Display for LiveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LiveError::Refused(m) => write!(f, "cannot run live: {m}"),
+            LiveError::Interrupted => write!(f, "interrupted; the machine was restored"),
+            LiveError::Failed(m) => write!(f, "live run failed: {m}"),
+        }
+    }
+}
+
+fn failed(e: impl std::fmt::Display) -> LiveError {
+    LiveError::Failed(e.to_string())
+}
+
+fn read(p: impl AsRef<Path>) -> Result<String, LiveError> {
+    let p = p.as_ref();
+    std::fs::read_to_string(p).map_err(|e| failed(format!("read {}: {e}", p.display())))
+}
+
+fn write(p: impl AsRef<Path>, v: &str) -> Result<(), LiveError> {
+    let p = p.as_ref();
+    std::fs::write(p, v)
+        .map_err(|e| failed(format!("write {:?} to {}: {e}", v.trim(), p.display())))
+}
+
+fn run_cmd(cmd: &str, args: &[&str]) -> Result<String, LiveError> {
+    let o = Command::new(cmd)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| failed(format!("{cmd}: {e}")))?;
+    if !o.status.success() {
+        return Err(failed(format!(
+            "{cmd} {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&o.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+}
+
+fn have(cmd: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
+        .unwrap_or(false)
+}
+
+/// Check that this host can run `sc` live; the reason if not.
+pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(LiveError::Refused(
+            "live mode needs root (loop devices, sysctls, the blkio throttle, tracefs)".into(),
+        ));
+    }
+    if !Path::new(TRACEFS).join("instances").is_dir()
+        || !Path::new(TRACEFS).join("events/writeback").is_dir()
+    {
+        return Err(LiveError::Refused(format!(
+            "no tracefs with writeback events at {TRACEFS} (mount -t tracefs nodev {TRACEFS})"
+        )));
+    }
+    for c in ["losetup", "mkfs.ext4", "mount", "umount", "dd"] {
+        if !have(c) {
+            return Err(LiveError::Refused(format!("`{c}` is not installed")));
+        }
+    }
+    if !Path::new("/dev/loop-control").exists() {
+        return Err(LiveError::Refused(
+            "no loop device support (/dev/loop-control is missing)".into(),
+        ));
+    }
+    for d in &sc.devices {
+        match d.kind {
+            DeviceKind::Throttled { .. } => {}
+            DeviceKind::Disk { .. } => {
+                return Err(LiveError::Refused(format!("device `{}` is a modelled disk; live mode builds only `throttled` devices (a capped loop device)", d.name)))
+            }
+        }
+        if d.bdi.write_bandwidth.is_some()
+            || d.bdi.dirty_ratelimit.is_some()
+            || d.bdi.strict_limit
+            || d.bdi.min_ratio != 0
+            || d.bdi.max_ratio != 100
+        {
+            return Err(LiveError::Refused(format!("device `{}` sets bdi.* knobs; a live loop device starts fresh with the kernel's defaults", d.name)));
+        }
+    }
+    if std::fs::OpenOptions::new()
+        .write(true)
+        .open(BLKIO_THROTTLE)
+        .is_err()
+    {
+        return Err(LiveError::Refused(format!(
+            "no writable cgroup v1 blkio throttle at {BLKIO_THROTTLE} (cgroup v2 io.max is not supported by live mode yet)"
+        )));
+    }
+    if sc.run.dirty_throttle != crate::scenario::ThrottlePolicy::IoLess {
+        return Err(LiveError::Refused(format!(
+            "run.dirty_throttle = \"{}\" describes an older kernel; the running kernel throttles as it does (use \"io-less\")",
+            sc.run.dirty_throttle.name()
+        )));
+    }
+    Ok(())
+}
+
+/// Everything live mode changed, undone in reverse order on drop.
+#[derive(Default)]
+pub struct Restore {
+    sysctls: Vec<(String, String)>,
+    children: Vec<Child>,
+    instance: Option<PathBuf>,
+    throttle: Vec<String>,
+    mounts: Vec<PathBuf>,
+    dirs: Vec<PathBuf>,
+    loops: Vec<String>,
+    /// Loop device indexes we created with LOOP_CTL_ADD.
+    created: Vec<u32>,
+    images: Vec<PathBuf>,
+    pub log: Vec<String>,
+}
+
+impl Restore {
+    fn save_sysctls(&mut self) -> Result<(), LiveError> {
+        for k in SYSCTLS {
+            let v = read(format!("/proc/sys/vm/{k}"))?;
+            self.sysctls.push((k.to_string(), v.trim().to_string()));
+        }
+        Ok(())
+    }
+
+    /// Undo everything; safe to call twice.
+    pub fn restore(&mut self) {
+        for c in &mut self.children {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe {
+                libc::kill(c.id() as i32, libc::SIGKILL);
+            }
+            let _ = c.wait();
+        }
+        self.children.clear();
+        if let Some(inst) = self.instance.take() {
+            let _ = std::fs::write(inst.join("tracing_on"), "0");
+            if let Err(e) = std::fs::remove_dir(&inst) {
+                self.log.push(format!(
+                    "could not remove trace instance {}: {e}",
+                    inst.display()
+                ));
+            }
+        }
+        // the throttle rule first, so the final flush is not throttled
+        for mm in self.throttle.drain(..) {
+            if let Err(e) = std::fs::write(BLKIO_THROTTLE, format!("{mm} 0")) {
+                self.log
+                    .push(format!("could not remove the throttle rule for {mm}: {e}"));
+            }
+        }
+        for m in self.mounts.drain(..).rev() {
+            let ok = Command::new("umount")
+                .arg(&m)
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            if !ok {
+                std::thread::sleep(Duration::from_millis(500));
+                let _ = Command::new("umount").arg(&m).status();
+            }
+        }
+        for d in self.dirs.drain(..).rev() {
+            let _ = std::fs::remove_dir(&d);
+        }
+        for l in self.loops.drain(..) {
+            let _ = Command::new("losetup").args(["-d", &l]).status();
+        }
+        for n in self.created.drain(..) {
+            // the detach completes asynchronously: retry while busy
+            let mut ok = false;
+            for _ in 0..50 {
+                if loop_ctl(LOOP_CTL_REMOVE, n).is_ok() {
+                    ok = true;
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if !ok {
+                self.log
+                    .push(format!("could not remove /dev/loop{n} (LOOP_CTL_REMOVE)"));
+            }
+        }
+        for i in self.images.drain(..) {
+            let _ = std::fs::remove_file(&i);
+        }
+        // sysctls: write back the non-zero one of each bytes/ratio pair
+        let saved = std::mem::take(&mut self.sysctls);
+        let get = |k: &str| saved.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+        let mut order: Vec<(&str, String)> = Vec::new();
+        for (bytes, ratio) in [
+            ("dirty_bytes", "dirty_ratio"),
+            ("dirty_background_bytes", "dirty_background_ratio"),
+        ] {
+            match (get(bytes), get(ratio)) {
+                (Some(b), _) if b != "0" => order.push((bytes, b)),
+                (_, Some(r)) => order.push((ratio, r)),
+                _ => {}
+            }
+        }
+        for k in ["dirty_expire_centisecs", "dirty_writeback_centisecs"] {
+            if let Some(v) = get(k) {
+                order.push((k, v));
+            }
+        }
+        for (k, v) in order {
+            if let Err(e) = std::fs::write(format!("/proc/sys/vm/{k}"), &v) {
+                self.log.push(format!("could not restore vm.{k}={v}: {e}"));
+            }
+        }
+    }
+}
+
+impl Drop for Restore {
+    fn drop(&mut self) {
+        self.restore();
+    }
+}
+
+const LOOP_CTL_ADD: libc::c_ulong = 0x4C80;
+const LOOP_CTL_REMOVE: libc::c_ulong = 0x4C81;
+
+/// An ioctl on /dev/loop-control.
+fn loop_ctl(req: libc::c_ulong, n: u32) -> Result<u32, String> {
+    use std::os::fd::AsRawFd;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/loop-control")
+        .map_err(|e| format!("/dev/loop-control: {e}"))?;
+    // SAFETY: LOOP_CTL_ADD/REMOVE take an integer argument.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), req, n as libc::c_ulong) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error().to_string());
+    }
+    Ok(r as u32)
+}
+
+/// Create a new loop device on an index no existing one uses.
+fn new_loop_device(guard: &mut Restore) -> Result<u32, LiveError> {
+    let mut max = 0u32;
+    if let Ok(rd) = std::fs::read_dir("/sys/block") {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if let Some(n) = name
+                .strip_prefix("loop")
+                .and_then(|x| x.parse::<u32>().ok())
+            {
+                max = max.max(n);
+            }
+        }
+    }
+    for n in (max + 1).max(64)..(max + 1).max(64) + 64 {
+        if loop_ctl(LOOP_CTL_ADD, n).is_ok() {
+            guard.created.push(n);
+            // wait for devtmpfs to show the node
+            for _ in 0..100 {
+                if Path::new(&format!("/dev/loop{n}")).exists() {
+                    return Ok(n);
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            return Err(failed(format!("/dev/loop{n} did not appear")));
+        }
+    }
+    Err(failed("could not create a loop device (LOOP_CTL_ADD)"))
+}
+
+fn vmstat() -> Result<(String, VmSample), LiveError> {
+    let text = read("/proc/vmstat")?;
+    let mut s = VmSample::default();
+    for l in text.lines() {
+        let mut it = l.split_whitespace();
+        let (Some(k), Some(v)) = (it.next(), it.next()) else {
+            continue;
+        };
+        let v: u64 = v.parse().unwrap_or(0);
+        match k {
+            "nr_dirty" => s.nr_dirty = v,
+            "nr_writeback" => s.nr_writeback = v,
+            "nr_dirtied" => s.nr_dirtied = v,
+            "nr_written" => s.nr_written = v,
+            _ => {}
+        }
+    }
+    Ok((text, s))
+}
+
+/// /proc/PID/{status,io,stat} of a child.
+fn task_snap(pid: u32, tick_ns: Ns) -> TaskSnap {
+    let mut t = TaskSnap::default();
+    if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
+        for l in s.lines() {
+            if let Some(v) = l.strip_prefix("voluntary_ctxt_switches:") {
+                t.nvcsw = v.trim().parse().unwrap_or(0);
+            } else if let Some(v) = l.strip_prefix("nonvoluntary_ctxt_switches:") {
+                t.nivcsw = v.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/io")) {
+        for l in s.lines() {
+            if let Some(v) = l.strip_prefix("wchar:") {
+                t.wchar = v.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        // fields after the ")" of comm: state is field 3; utime 14, stime 15
+        if let Some(rest) = s.rsplit_once(')').map(|x| x.1) {
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            t.utime = f.get(11).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0) * tick_ns;
+            t.stime = f.get(12).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0) * tick_ns;
+        }
+    }
+    t
+}
+
+fn dev_snap(loopname: &str) -> DevSnap {
+    let s = std::fs::read_to_string(format!("/sys/block/{loopname}/stat")).unwrap_or_default();
+    let f: Vec<u64> = s
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    DevSnap {
+        write_ios: f.get(4).copied().unwrap_or(0),
+        write_merges: f.get(5).copied().unwrap_or(0),
+        write_sectors: f.get(6).copied().unwrap_or(0),
+    }
+}
+
+struct LiveDev {
+    name: String,
+    loopname: String,
+    majmin: String,
+}
+
+struct Writer {
+    job: String,
+    start: Ns,
+    end: Option<Ns>,
+    args: Vec<String>,
+    child: Option<usize>,
+}
+
+/// Run `sc` on this machine. `stop` is set by the signal handlers.
+pub fn run(
+    sc: &Scenario,
+    stop: &Arc<AtomicBool>,
+    guard: &mut Restore,
+    progress: &mut dyn FnMut(&str),
+) -> Result<RunResult, LiveError> {
+    preflight(sc)?;
+    let t_wall = Instant::now();
+    let tag = format!("wbsim-live-{}", std::process::id());
+    let check = |stop: &Arc<AtomicBool>| {
+        if stop.load(Ordering::SeqCst) {
+            Err(LiveError::Interrupted)
+        } else {
+            Ok(())
+        }
+    };
+
+    guard.save_sysctls()?;
+    // devices and filesystems
+    let mut devs: Vec<LiveDev> = Vec::new();
+    for (i, d) in sc.devices.iter().enumerate() {
+        check(stop)?;
+        let DeviceKind::Throttled { write_bps, .. } = d.kind else {
+            unreachable!()
+        };
+        // room for everything the jobs can write at the cap, plus slack
+        let fs_jobs = sc
+            .jobs
+            .iter()
+            .filter(|j| sc.filesystems[j.filesystem].device == i);
+        let mut bytes: u64 = 0;
+        for j in fs_jobs {
+            let JobKind::Dd { size, .. } = j.kind;
+            let t = j.runtime.unwrap_or(sc.run.duration).min(sc.run.duration);
+            let cap = (write_bps as u128 * t as u128 / NSEC_PER_SEC as u128) as u64 + (256 << 20);
+            bytes += size
+                .map(|s| s.min(cap) * j.numjobs as u64)
+                .unwrap_or(cap * 12 / 10);
+        }
+        let size = (bytes + (1 << 30)).min(d.size);
+        let img = PathBuf::from(format!("/dev/shm/{tag}-{}.img", d.name));
+        let f = std::fs::File::create(&img)
+            .map_err(|e| failed(format!("create {}: {e}", img.display())))?;
+        guard.images.push(img.clone());
+        f.set_len(size).map_err(failed)?;
+        drop(f);
+        let n = new_loop_device(guard)?;
+        let dev = format!("/dev/loop{n}");
+        run_cmd(
+            "losetup",
+            &["--direct-io=on", &dev, img.to_str().unwrap_or_default()],
+        )?;
+        guard.loops.push(dev.clone());
+        let loopname = dev.trim_start_matches("/dev/").to_string();
+        let majmin = read(format!("/sys/block/{loopname}/dev"))?
+            .trim()
+            .to_string();
+        progress(&format!(
+            "{}: {dev} ({majmin}) over {} on tmpfs",
+            d.name,
+            img.display()
+        ));
+        devs.push(LiveDev {
+            name: d.name.clone(),
+            loopname,
+            majmin,
+        });
+    }
+    let mut mnts: Vec<PathBuf> = Vec::new();
+    for f in &sc.filesystems {
+        check(stop)?;
+        let d = &devs[f.device];
+        run_cmd(
+            "mkfs.ext4",
+            &[
+                "-q",
+                "-F",
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0",
+                &format!("/dev/{}", d.loopname),
+            ],
+        )?;
+        let mnt = std::env::temp_dir().join(format!("{tag}-{}", f.name));
+        std::fs::create_dir_all(&mnt).map_err(failed)?;
+        guard.dirs.push(mnt.clone());
+        run_cmd(
+            "mount",
+            &[
+                &format!("/dev/{}", d.loopname),
+                mnt.to_str().unwrap_or_default(),
+            ],
+        )?;
+        guard.mounts.push(mnt.clone());
+        mnts.push(mnt);
+    }
+    for (i, d) in sc.devices.iter().enumerate() {
+        let DeviceKind::Throttled { write_bps, .. } = d.kind else {
+            unreachable!()
+        };
+        write(BLKIO_THROTTLE, &format!("{} {write_bps}", devs[i].majmin))?;
+        guard.throttle.push(devs[i].majmin.clone());
+    }
+    // sysctls, in the order the kernel's *_bytes/*_ratio rule needs
+    let vm = &sc.vm;
+    let set = |k: &str, v: u64| write(format!("/proc/sys/vm/{k}"), &v.to_string());
+    if vm.dirty_bytes != 0 {
+        set("dirty_bytes", vm.dirty_bytes)?
+    } else {
+        set("dirty_ratio", vm.dirty_ratio)?
+    }
+    if vm.dirty_background_bytes != 0 {
+        set("dirty_background_bytes", vm.dirty_background_bytes)?
+    } else {
+        set("dirty_background_ratio", vm.dirty_background_ratio)?
+    }
+    set("dirty_expire_centisecs", vm.dirty_expire_centisecs)?;
+    set("dirty_writeback_centisecs", vm.dirty_writeback_centisecs)?;
+
+    // the trace instance
+    let inst = Path::new(TRACEFS).join("instances").join(&tag);
+    std::fs::create_dir(&inst).map_err(|e| failed(format!("mkdir {}: {e}", inst.display())))?;
+    guard.instance = Some(inst.clone());
+    write(inst.join("buffer_size_kb"), "65536")?;
+    for e in &sc.trace.events {
+        write(inst.join(format!("events/writeback/{e}/enable")), "1")?;
+    }
+    write(inst.join("trace"), "")?;
+    write(inst.join("tracing_on"), "1")?;
+    write(inst.join("trace_marker"), "WBSIM_START")?;
+    let t0 = Instant::now();
+
+    // the writers
+    let mut writers: Vec<Writer> = Vec::new();
+    for j in &sc.jobs {
+        let JobKind::Dd { bs, size } = j.kind;
+        for k in 0..j.numjobs {
+            let file = mnts[j.filesystem].join(format!("{}.{k}", j.name));
+            let mut args = vec![
+                "if=/dev/zero".to_string(),
+                format!("of={}", file.display()),
+                format!("bs={bs}"),
+                "status=none".into(),
+            ];
+            if let Some(s) = size {
+                args.push(format!("count={}", s.div_ceil(bs)));
+            }
+            writers.push(Writer {
+                job: j.name.clone(),
+                start: j.start,
+                end: j.runtime.map(|r| j.start + r),
+                args,
+                child: None,
+            });
+        }
+    }
+    let ns = |d: Duration| d.as_nanos() as Ns;
+    let tick_ns = NSEC_PER_SEC / (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64);
+    let mut samples = Vec::new();
+    let mut task_start: Vec<Option<TaskSnap>> = vec![None; writers.len()];
+    let mut dev_start: Vec<DevSnap> = Vec::new();
+    let mut window_started = false;
+    let mut next_sample: Ns = 0;
+    progress(&format!(
+        "running {} writer(s) for {:.0} s",
+        writers.len(),
+        sc.run.duration as f64 / 1e9
+    ));
+    loop {
+        check(stop)?;
+        let now = ns(t0.elapsed());
+        if now >= sc.run.duration {
+            break;
+        }
+        for w in writers.iter_mut() {
+            if w.child.is_none() && now >= w.start && w.end.is_none_or(|e| now < e) {
+                let c = Command::new("dd")
+                    .args(&w.args)
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .map_err(|e| failed(format!("dd: {e}")))?;
+                guard.children.push(c);
+                w.child = Some(guard.children.len() - 1);
+            }
+            if let (Some(c), Some(e)) = (w.child, w.end) {
+                if now >= e {
+                    // SAFETY: kill(2) on our own child's pid.
+                    unsafe {
+                        libc::kill(guard.children[c].id() as i32, libc::SIGKILL);
+                    }
+                }
+            }
+        }
+        if now >= next_sample {
+            let (_, s) = vmstat()?;
+            samples.push(VmSample { t: now, ..s });
+            next_sample += sc.run.sample_interval;
+            if !window_started && now >= sc.run.warmup {
+                window_started = true;
+                for (i, w) in writers.iter().enumerate() {
+                    if let Some(c) = w.child {
+                        task_start[i] = Some(task_snap(guard.children[c].id(), tick_ns));
+                    }
+                }
+                dev_start = devs.iter().map(|d| dev_snap(&d.loopname)).collect();
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // end of the window
+    let end = sc.run.duration;
+    let tasks: Vec<TaskObs> = writers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, w)| {
+            let c = w.child?;
+            let pid = guard.children[c].id();
+            Some(TaskObs {
+                comm: "dd".into(),
+                pid,
+                job: Some(w.job.clone()),
+                start: task_start[i].clone().unwrap_or_default(),
+                end: task_snap(pid, tick_ns),
+            })
+        })
+        .collect();
+    let devices: Vec<DevObs> = devs
+        .iter()
+        .enumerate()
+        .map(|(i, d)| DevObs {
+            name: d.name.clone(),
+            start: dev_start.get(i).cloned().unwrap_or_default(),
+            end: dev_snap(&d.loopname),
+        })
+        .collect();
+    let (vm_text, s) = vmstat()?;
+    samples.push(VmSample { t: end, ..s });
+    write(inst.join("trace_marker"), "WBSIM_END")?;
+    write(inst.join("tracing_on"), "0")?;
+    for c in &mut guard.children {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(c.id() as i32, libc::SIGKILL);
+        }
+        let _ = c.wait();
+    }
+    guard.children.clear();
+    let trace_text = read(inst.join("trace"))?;
+    // times relative to the start marker, as in the simulator
+    let mut recs = trace::parse(&trace_text);
+    let start_ts = recs
+        .iter()
+        .find(|r| r.event == "tracing_mark_write" && r.body.contains("WBSIM_START"))
+        .map(|r| r.ts);
+    let Some(start_ts) = start_ts else {
+        return Err(failed("the trace lost its start marker (buffer overrun?)"));
+    };
+    recs.retain(|r| r.event != "tracing_mark_write");
+    for r in &mut recs {
+        r.ts = r.ts.saturating_sub(start_ts);
+    }
+    let obs = Observations {
+        scenario: sc.name.clone(),
+        seed: sc.run.seed,
+        dirty_throttle: "live".into(),
+        duration: end,
+        window: (sc.run.warmup, end),
+        page_size: 4096,
+        samples,
+        tasks,
+        devices,
+        trace: recs,
+        bdis: devs.iter().map(|d| d.majmin.clone()).collect(),
+        events_simulated: None,
+    };
+    let summary = Summary::compute(&obs);
+    let _ = NSEC_PER_MSEC;
+    Ok(RunResult {
+        summary,
+        trace_text,
+        vmstat: vm_text,
+        wall_s: t_wall.elapsed().as_secs_f64(),
+        sim_s: end as f64 / 1e9,
+        events: 0,
+    })
+}
+
+/// Install SIGINT/SIGTERM handlers that set the returned flag.
+pub fn stop_flag() -> Arc<AtomicBool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&stop));
+    }
+    stop
+}
