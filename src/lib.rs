@@ -9,6 +9,7 @@
 pub mod block;
 pub mod cli;
 pub mod drivers;
+pub mod fidelity;
 pub mod fs;
 pub mod kernel;
 pub mod klib;

@@ -68,6 +68,22 @@ enum Cmd {
         #[arg(long, short)]
         quiet: bool,
     },
+    /// Run scenarios on the real kernel K times and in wbsim once, and score
+    /// wbsim against the kernel (tolerances: [fidelity.tolerance] METRIC = %)
+    Fidelity {
+        /// Scenario files (one fidelity set)
+        #[arg(required = true)]
+        scenarios: Vec<String>,
+        /// Kernel runs per scenario
+        #[arg(long, default_value_t = 3)]
+        repeat: u32,
+        /// Override a knob in every scenario
+        #[arg(long = "set", value_name = "PATH=VALUE")]
+        sets: Vec<String>,
+        /// Keep every run's outputs here (kernel-N/ and wbsim/ per scenario)
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Validate a scenario without running it
     Check {
         #[command(flatten)]
@@ -146,6 +162,12 @@ pub fn main() -> i32 {
                 Err(code) => code,
             }
         }
+        Cmd::Fidelity {
+            scenarios,
+            repeat,
+            sets,
+            out,
+        } => fidelity_cmd(&scenarios, repeat.max(1), &sets, out.as_deref()),
         Cmd::Compare { a, b } => match compare::run(&a, &b) {
             Ok(t) => {
                 print!("{t}");
@@ -337,5 +359,75 @@ pub fn live_once(sc: &Scenario, quiet: bool) -> Result<crate::output::RunResult,
                 LiveError::Failed(_) => 1,
             })
         }
+    }
+}
+
+fn fidelity_cmd(
+    files: &[String],
+    repeat: u32,
+    sets: &[String],
+    out: Option<&std::path::Path>,
+) -> i32 {
+    let mut scs = Vec::new();
+    for f in files {
+        match Scenario::load_file(f, sets) {
+            Ok(sc) => scs.push(sc),
+            Err(e) => return bad_input(&e),
+        }
+    }
+    // refuse up front, before touching the machine
+    for sc in &scs {
+        if let Err(e) = crate::live::preflight(sc) {
+            eprintln!("wbsim: {}: {e}", sc.name);
+            return 2;
+        }
+    }
+    let mut all_pass = true;
+    let mut report = Vec::new();
+    for sc in &scs {
+        let mut kernel = Vec::new();
+        for k in 0..repeat {
+            eprintln!(
+                "[wbsim fidelity] {}: kernel run {}/{repeat} ({:.0} s)",
+                sc.name,
+                k + 1,
+                sc.run.duration as f64 / 1e9
+            );
+            match live_once(sc, true) {
+                Ok(r) => {
+                    if let Some(o) = out {
+                        let _ =
+                            write_outputs(&o.join(&sc.name).join(format!("kernel-{}", k + 1)), &r);
+                    }
+                    kernel.push(r.summary)
+                }
+                Err(code) => return code,
+            }
+        }
+        let sim = simulate(sc, true, |_, _| {});
+        if let Some(o) = out {
+            let _ = write_outputs(&o.join(&sc.name).join("wbsim"), &sim);
+        }
+        let rows = crate::fidelity::score(&kernel, &sim.summary, &sc.fidelity.tolerance);
+        all_pass &= rows.iter().all(|r| r.pass);
+        let contaminated: u64 = kernel.iter().map(|s| s.other_bdi_lines).sum();
+        println!("{}", crate::fidelity::table(&sc.name, &rows, kernel.len()));
+        if contaminated > 0 {
+            println!("note: {contaminated} trace lines of other devices' writeback during the kernel windows\n");
+        }
+        report.push(serde_json::json!({"scenario": sc.name, "kernel_runs": kernel.len(), "other_bdi_lines": contaminated, "rows": rows}));
+    }
+    if let Some(o) = out {
+        let _ = std::fs::create_dir_all(o);
+        let _ = std::fs::write(
+            o.join("fidelity.json"),
+            serde_json::to_string_pretty(&report).unwrap_or_default() + "\n",
+        );
+    }
+    if all_pass {
+        0
+    } else {
+        eprintln!("wbsim: fidelity: some metrics are outside their declared tolerance");
+        1
     }
 }

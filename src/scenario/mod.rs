@@ -199,6 +199,13 @@ pub const TRACE_EVENTS: &[&str] = &[
     "writeback_pages_written",
 ];
 
+/// `wbsim fidelity` tolerances: metric name -> allowed error in percent
+/// (0: must be equal). Names are those of `fidelity::METRICS`.
+#[derive(Clone, Debug, Default)]
+pub struct Fidelity {
+    pub tolerance: Vec<(String, f64)>,
+}
+
 #[derive(Clone, Debug)]
 pub struct Scenario {
     pub name: String,
@@ -209,6 +216,7 @@ pub struct Scenario {
     pub jobs: Vec<Job>,
     pub run: Run,
     pub trace: Trace,
+    pub fidelity: Fidelity,
 }
 
 /// The built-in default scenario: 10 dd writers with 1 MiB blocks on a
@@ -899,6 +907,39 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             },
         },
     };
+    let mut fidelity = Fidelity::default();
+    let tol_keys: Vec<String> = r
+        .raw
+        .entries
+        .keys()
+        .filter(|k| k.starts_with("fidelity.tolerance."))
+        .cloned()
+        .collect();
+    for k in tol_keys {
+        let e = r.take(&k).expect("key listed");
+        let metric = k["fidelity.tolerance.".len()..].to_string();
+        if !crate::fidelity::METRICS.iter().any(|m| m.0 == metric) {
+            let names: Vec<&str> = crate::fidelity::METRICS.iter().map(|m| m.0).collect();
+            return err(
+                &e.origin,
+                format!("unknown fidelity metric `{metric}`; expected one of {names:?}"),
+            );
+        }
+        let v = match e.val {
+            RawVal::Int(i) if i >= 0 => i as f64,
+            RawVal::Float(f) if f >= 0.0 => f,
+            ref v => {
+                return err(
+                    &e.origin,
+                    format!(
+                        "`{k}`: found {}; expected a tolerance in percent ≥ 0 (0: equal)",
+                        v.describe()
+                    ),
+                )
+            }
+        };
+        fidelity.tolerance.push((metric, v));
+    }
     let scen_name = r
         .string("name", "a name")?
         .map(|x| x.0)
@@ -913,7 +954,8 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             "jobs" => "jobs.NAME.{type,filesystem,numjobs,bs,size,start,runtime}",
             "run" => "run.{duration,seed,warmup,dirty_throttle,sample_interval}",
             "trace" => "trace.events",
-            _ => "one of the sections machine, vm, devices, filesystems, jobs, run, trace",
+            "fidelity" => "fidelity.tolerance.METRIC (see `wbsim fidelity --help`)",
+            _ => "one of the sections machine, vm, devices, filesystems, jobs, run, trace, fidelity",
         };
         return err(&e.origin, format!("unknown key `{path}`; expected {hint}"));
     }
@@ -932,6 +974,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         jobs,
         run,
         trace,
+        fidelity,
     })
 }
 

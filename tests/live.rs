@@ -1,0 +1,235 @@
+//! `wbsim live` against the real kernel. These tests need root, tracefs,
+//! loop devices and the cgroup v1 blkio throttle; where any is missing they
+//! skip with a message. They change machine-wide state, so they run one at
+//! a time.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static MACHINE: Mutex<()> = Mutex::new(());
+
+const SCENARIO: &str = r#"
+[vm]
+dirty_bytes = "200M"
+dirty_background_bytes = "100M"
+[devices.loop0]
+type = "throttled"
+write_bps = "50MiB/s"
+[filesystems.scratch]
+device = "loop0"
+[jobs.dd]
+numjobs = 4
+bs = "1M"
+[run]
+duration = "30s"
+"#;
+
+fn wbsim() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_wbsim"))
+}
+
+fn scenario_file(name: &str, text: &str) -> String {
+    let d = std::env::temp_dir().join(format!("wbsim-live-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    let f = d.join(name);
+    std::fs::write(&f, text).unwrap();
+    f.to_string_lossy().into_owned()
+}
+
+/// Why live mode cannot run here, if it cannot.
+fn cannot_run() -> Option<String> {
+    let sc = wbsim::scenario::Scenario::load_str(SCENARIO, "t.toml", "t", &[]).unwrap();
+    wbsim::live::preflight(&sc).err().map(|e| e.to_string())
+}
+
+/// Everything live mode may touch, as text.
+fn machine_state() -> String {
+    let mut s = String::new();
+    let run = |c: &str, a: &[&str]| {
+        Command::new(c)
+            .args(a)
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    };
+    s += &format!("losetup -a:\n{}", run("losetup", &["-a"]));
+    let mut loops: Vec<String> = std::fs::read_dir("/sys/block")
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("loop"))
+                .collect()
+        })
+        .unwrap_or_default();
+    loops.sort();
+    s += &format!("loop devices: {loops:?}\n");
+    s += &format!(
+        "throttle: {}\n",
+        std::fs::read_to_string(wbsim::live::BLKIO_THROTTLE).unwrap_or_default()
+    );
+    let mut inst: Vec<String> =
+        std::fs::read_dir(Path::new(wbsim::live::TRACEFS).join("instances"))
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+    inst.sort();
+    s += &format!("trace instances: {inst:?}\n");
+    for k in [
+        "dirty_bytes",
+        "dirty_ratio",
+        "dirty_background_bytes",
+        "dirty_background_ratio",
+        "dirty_expire_centisecs",
+        "dirty_writeback_centisecs",
+    ] {
+        s += &format!(
+            "vm.{k} = {}",
+            std::fs::read_to_string(format!("/proc/sys/vm/{k}")).unwrap_or_default()
+        );
+    }
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    s += &format!(
+        "wbsim mounts: {:?}\n",
+        mounts
+            .lines()
+            .filter(|l| l.contains("wbsim-live"))
+            .collect::<Vec<_>>()
+    );
+    let shm: Vec<String> = std::fs::read_dir("/dev/shm")
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("wbsim-live"))
+                .collect()
+        })
+        .unwrap_or_default();
+    s += &format!("images: {shm:?}\n");
+    s
+}
+
+/// Start `wbsim live`, wait until its writers run, send `sig`, and check
+/// that it exits 130 and leaves the machine as it found it.
+fn interrupt_restores(sig: i32) {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = cannot_run() {
+        eprintln!("skipping the live interrupt test: {why}");
+        return;
+    }
+    let before = machine_state();
+    let f = scenario_file(&format!("sig{sig}.toml"), SCENARIO);
+    let out =
+        std::env::temp_dir().join(format!("wbsim-live-test-out-{}-{sig}", std::process::id()));
+    let mut child = wbsim()
+        .args(["live", &f, "--out", out.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let t0 = Instant::now();
+    let mut running = false;
+    let mut seen = Vec::new();
+    while t0.elapsed() < Duration::from_secs(60) {
+        if let Ok(l) = rx.recv_timeout(Duration::from_millis(200)) {
+            running |= l.contains("running");
+            seen.push(l);
+            if running {
+                break;
+            }
+        }
+    }
+    assert!(running, "wbsim live never started its writers: {seen:?}");
+    // mid-run: the device, the throttle and the trace instance exist now
+    std::thread::sleep(Duration::from_secs(3));
+    let during = machine_state();
+    assert_ne!(before, during, "live mode changed nothing on the machine?");
+    // SAFETY: kill(2) on our child's pid.
+    unsafe {
+        libc::kill(child.id() as i32, sig);
+    }
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "exit status after signal {sig}");
+    let after = machine_state();
+    assert_eq!(
+        before, after,
+        "the machine was not restored after signal {sig}"
+    );
+}
+
+#[test]
+fn sigint_mid_run_restores_the_machine() {
+    interrupt_restores(libc::SIGINT);
+}
+
+#[test]
+fn sigterm_mid_run_restores_the_machine() {
+    interrupt_restores(libc::SIGTERM);
+}
+
+#[test]
+fn refuses_without_root_with_one_line() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let f = scenario_file("noroot.toml", SCENARIO);
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let o = if root {
+        // drop to nobody for this one command
+        if !Path::new("/usr/bin/setpriv").exists() && !Path::new("/bin/setpriv").exists() {
+            eprintln!("skipping: running as root and setpriv is missing");
+            return;
+        }
+        Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                env!("CARGO_BIN_EXE_wbsim"),
+                "live",
+                &f,
+            ])
+            .output()
+            .unwrap()
+    } else {
+        wbsim().args(["live", &f]).output().unwrap()
+    };
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    assert!(err.contains("needs root"), "{err}");
+}
+
+#[test]
+fn refuses_a_scenario_this_host_cannot_build() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    let f = scenario_file(
+        "disk.toml",
+        "[devices.sda]\ntype = \"disk\"\n[filesystems.fs]\ndevice = \"sda\"\n[jobs.dd]\nbs = \"1M\"\n",
+    );
+    let before = machine_state();
+    let o = wbsim().args(["live", &f]).output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 && cannot_run().is_none() {
+        assert!(err.contains("modelled disk"), "{err}");
+    }
+    assert_eq!(
+        before,
+        machine_state(),
+        "a refusal must not touch the machine"
+    );
+}
