@@ -48,6 +48,7 @@ impl Kernel {
         if let crate::block::Backend::Throttled(t) = &mut self.devs[dev].backend {
             t.queued -= 1;
         }
-        self.blk_mq_submit_bio(id);
+        // the throttle's dispatch work submits on its own, unplugged here
+        self.blk_mq_submit_bio(None, id);
     }
 }

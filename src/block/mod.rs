@@ -3,6 +3,7 @@
 //! device model (block/blk-core.c `submit_bio_noacct`, block/blk-mq.c
 //! `blk_mq_submit_bio`, block/blk-merge.c `__bio_split_to_limits`).
 
+pub mod blk_mq;
 pub mod blk_throttle;
 
 use crate::drivers::disk::DiskState;
@@ -23,7 +24,9 @@ pub struct Bio {
     pub npages: u64,
     pub submitter: Pid,
     pub submit_time: Ns,
-    /// Requests of this bio still in flight.
+    /// Sectors per segment (a page-cache folio, at most max_segment_size).
+    pub seg_sectors: u64,
+    /// Pieces of this bio (after splitting) still in flight.
     pub remaining: u32,
 }
 
@@ -53,6 +56,12 @@ pub struct BlockDev {
     pub minor: u32,
     /// queue/max_sectors_kb in sectors.
     pub max_sectors: u64,
+    /// queue/max_segments and queue/nr_requests.
+    pub max_segments: u32,
+    pub nr_requests: u32,
+    pub tags_used: u32,
+    /// Requests waiting for a tag, oldest first.
+    pub tag_waiters: std::collections::VecDeque<crate::block::blk_mq::ReqId>,
     pub stat: DiskStats,
     pub backend: Backend,
 }
@@ -76,6 +85,10 @@ impl Kernel {
                 major: d.major,
                 minor: d.minor,
                 max_sectors: d.queue.max_sectors_kb * 2,
+                max_segments: d.queue.max_segments,
+                nr_requests: d.queue.nr_requests,
+                tags_used: 0,
+                tag_waiters: Default::default(),
                 stat: DiskStats::default(),
                 backend,
             });
@@ -84,56 +97,17 @@ impl Kernel {
 
     /// `submit_bio`: blk-throttle first (it sits in front of the queue and
     /// holds bios over budget), then the request queue.
-    pub fn submit_bio(&mut self, bio: Bio) {
+    /// Returns true if the submitter must sleep for a tag.
+    pub fn submit_bio(&mut self, bio: Bio) -> bool {
         let dev = bio.dev;
+        let pid = bio.submitter;
         self.devs[dev].stat.bios_submitted += 1;
         let id = self.alloc_bio(bio);
         if let Backend::Throttled(_) = self.devs[dev].backend {
             self.blk_throtl_bio(dev, id);
+            false
         } else {
-            self.blk_mq_submit_bio(id);
-        }
-    }
-
-    /// `blk_mq_submit_bio`: split to max_sectors and hand the requests to the
-    /// device. (Plug merging arrives with the block-layer issue; the flusher
-    /// builds whole bios, so merges are rare for these workloads.)
-    pub fn blk_mq_submit_bio(&mut self, id: BioId) {
-        let (dev, nr) = {
-            let b = self.bios[id].as_ref().expect("bio");
-            (b.dev, b.nr_sectors)
-        };
-        let max = self.devs[dev].max_sectors.max(8);
-        let nreq = nr.div_ceil(max).max(1);
-        self.bios[id].as_mut().expect("bio").remaining = nreq as u32;
-        let mut left = nr;
-        for _ in 0..nreq {
-            let s = left.min(max);
-            left -= s;
-            self.devs[dev].stat.in_flight += 1;
-            self.devs[dev].stat.requests_issued += 1;
-            match &mut self.devs[dev].backend {
-                Backend::Throttled(_) => {
-                    // the loop device over tmpfs completes at once
-                    self.request_done(dev, id, s, 0);
-                }
-                Backend::Disk(_) => self.disk_queue_rq(dev, id, s),
-            }
-        }
-    }
-
-    /// A request finished on `dev`: account it, and end the bio when its
-    /// last request is done.
-    pub fn request_done(&mut self, dev: usize, id: BioId, sectors: u64, service: Ns) {
-        let st = &mut self.devs[dev].stat;
-        st.in_flight -= 1;
-        st.write_ios += 1;
-        st.write_sectors += sectors;
-        st.write_ticks_ns += service;
-        let b = self.bios[id].as_mut().expect("bio");
-        b.remaining -= 1;
-        if b.remaining == 0 {
-            self.bio_endio(id);
+            self.blk_mq_submit_bio(Some(pid), id)
         }
     }
 

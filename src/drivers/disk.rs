@@ -3,7 +3,8 @@
 //! (each transfer takes max(bytes / bandwidth, 1 / iops)), and complete
 //! `latency` after their transfer ends.
 
-use crate::kernel::{BioId, DevId, Ev, Kernel};
+use crate::block::blk_mq::ReqId;
+use crate::kernel::{DevId, Ev, Kernel};
 use crate::sim::{Ns, NSEC_PER_SEC};
 use std::collections::VecDeque;
 
@@ -12,11 +13,11 @@ pub struct DiskState {
     pub iops: u64,
     pub latency: Ns,
     pub queue_depth: u32,
-    queue: VecDeque<(BioId, u64, Ns)>,
+    queue: VecDeque<(ReqId, u64, Ns)>,
     inflight: u32,
     pipe_free: Ns,
-    /// (completion time, bio, sectors, service time), in completion order.
-    done: VecDeque<(Ns, BioId, u64, Ns)>,
+    /// (completion time, request, sectors, service time), in completion order.
+    done: VecDeque<(Ns, ReqId, u64, Ns)>,
 }
 
 impl DiskState {
@@ -49,9 +50,9 @@ impl Kernel {
         }
     }
 
-    pub fn disk_queue_rq(&mut self, dev: DevId, bio: BioId, sectors: u64) {
+    pub fn disk_queue_rq(&mut self, dev: DevId, rq: ReqId, sectors: u64) {
         let now = self.now();
-        self.disk(dev).queue.push_back((bio, sectors, now));
+        self.disk(dev).queue.push_back((rq, sectors, now));
         self.disk_dispatch(dev);
     }
 
@@ -60,7 +61,7 @@ impl Kernel {
         let mut schedule = Vec::new();
         let d = self.disk(dev);
         while d.inflight < d.queue_depth {
-            let Some((bio, sectors, queued)) = d.queue.pop_front() else {
+            let Some((rq, sectors, queued)) = d.queue.pop_front() else {
                 break;
             };
             let start = d.pipe_free.max(now);
@@ -68,7 +69,7 @@ impl Kernel {
             d.pipe_free = end;
             d.inflight += 1;
             let at = end + d.latency;
-            d.done.push_back((at, bio, sectors, at - queued));
+            d.done.push_back((at, rq, sectors, at - queued));
             schedule.push(at);
         }
         for at in schedule {
@@ -78,11 +79,11 @@ impl Kernel {
 
     pub fn disk_xfer_done(&mut self, dev: DevId) {
         let d = self.disk(dev);
-        let Some((_, bio, sectors, service)) = d.done.pop_front() else {
+        let Some((_, rq, _sectors, service)) = d.done.pop_front() else {
             return;
         };
         d.inflight -= 1;
-        self.request_done(dev, bio, sectors, service);
+        self.request_done(rq, service);
         self.disk_dispatch(dev);
     }
 }

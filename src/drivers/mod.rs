@@ -1,3 +1,6 @@
 //! Device models.
 
 pub mod disk;
+pub mod hdd;
+pub mod raid0;
+pub mod ssd;

@@ -40,9 +40,14 @@ impl Kernel {
     }
 
     /// Map `[start, start + n)` to disk blocks (allocating as needed) and
-    /// submit bios for the physically contiguous pieces.
-    pub fn ext4_submit_pages(&mut self, pid: Pid, ino: InodeId, start: u64, n: u64) {
+    /// submit bios for the physically contiguous pieces. Returns true if the
+    /// submitter must sleep for a tag.
+    pub fn ext4_submit_pages(&mut self, pid: Pid, ino: InodeId, start: u64, n: u64) -> bool {
         let spp = self.page_size() / 512;
+        // a segment is a folio, at most max_segment_size (64 KiB)
+        let folio = self.sbs[self.inodes[ino].sb].max_folio_pages * self.page_size();
+        let seg_sectors = folio.min(64 << 10) / 512;
+        let mut must_wait = false;
         let mut p = start;
         let end = start + n;
         while p < end {
@@ -57,11 +62,13 @@ impl Kernel {
                 npages: run,
                 submitter: pid,
                 submit_time: self.now(),
+                seg_sectors,
                 remaining: 0,
             };
-            self.submit_bio(bio);
+            must_wait |= self.submit_bio(bio);
             p += run;
         }
+        must_wait
     }
 
     /// `ext4_map_blocks`: the sector of page `p` and how many following pages

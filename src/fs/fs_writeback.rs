@@ -57,6 +57,8 @@ enum Pc {
 #[derive(Clone, Debug, Default)]
 pub struct InodeWb {
     ino: InodeId,
+    /// ext4_writepages' own plug (a no-op under the flusher's).
+    plug: bool,
     chunk: i64,
     nr_to_write: i64,
     /// ext4_writepages range_cyclic: where this call started, and whether it
@@ -88,6 +90,8 @@ pub struct WbPass {
 pub enum PassStep {
     /// Build and submit a bio: this much system CPU time.
     Cpu(Ns),
+    /// Sleep until a tag frees (the requests already wait in order).
+    WaitTag,
     Done,
 }
 
@@ -118,6 +122,8 @@ pub struct FlusherState {
     dirtied_before: u64,
     written_total: i64,
     pass: Option<WbPass>,
+    /// The plug around the whole work item (`run.flusher_plug`).
+    plug: bool,
     wb: WbId,
 }
 
@@ -391,6 +397,9 @@ impl Kernel {
                         }
                     };
                     if let Some(w) = work {
+                        if self.sc.run.flusher_plug {
+                            f.plug = self.blk_start_plug(pid);
+                        }
                         f.nr0 = w.nr_pages;
                         f.dirtied_before = now;
                         f.work = Some(w);
@@ -408,6 +417,7 @@ impl Kernel {
                     if done {
                         let w = f.work.take().expect("work");
                         f.written_total += f.nr0 - w.nr_pages;
+                        self.blk_finish_plug(pid, std::mem::take(&mut f.plug));
                         f.pc = Pc::NextWork;
                         continue;
                     }
@@ -432,8 +442,10 @@ impl Kernel {
                 }
                 Pc::Pass => {
                     let pass = f.pass.as_mut().expect("pass");
-                    if let PassStep::Cpu(ns) = self.wb_pass_step(pid, wb, pass) {
-                        return Action::Cpu { user: 0, sys: ns };
+                    match self.wb_pass_step(pid, wb, pass) {
+                        PassStep::Cpu(ns) => return Action::Cpu { user: 0, sys: ns },
+                        PassStep::WaitTag => return Action::Block,
+                        PassStep::Done => {}
                     }
                     // end of this wb_writeback iteration
                     let pass = f.pass.take().expect("pass");
@@ -445,6 +457,7 @@ impl Kernel {
                         f.pc = Pc::Iterate;
                     } else {
                         f.written_total += f.nr0 - pass.work.nr_pages;
+                        self.blk_finish_plug(pid, std::mem::take(&mut f.plug));
                         f.pc = Pc::NextWork;
                     }
                 }
@@ -466,7 +479,9 @@ impl Kernel {
     /// last CPU burst, then build the next one, or finish.
     pub fn wb_pass_step(&mut self, pid: Pid, wb: WbId, p: &mut WbPass) -> PassStep {
         if let Some((ino, start, n)) = p.pending_bio.take() {
-            self.ext4_submit_pages(pid, ino, start, n);
+            if self.ext4_submit_pages(pid, ino, start, n) {
+                return PassStep::WaitTag;
+            }
         }
         let hz = self.hz();
         loop {
@@ -495,6 +510,7 @@ impl Kernel {
                 }
                 // end of ->writepages for this inode
                 let iw = p.inode.take().expect("inode");
+                self.blk_finish_plug(pid, iw.plug);
                 self.inodes[iw.ino].writeback_index = iw.cursor;
                 if self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::IoLess {
                     if self.jiffies()
@@ -533,8 +549,10 @@ impl Kernel {
                 self.wb_bandwidth_estimate_start(wb);
             }
             let idx = self.inodes[ino].writeback_index;
+            let plug = self.blk_start_plug(pid);
             p.inode = Some(InodeWb {
                 ino,
+                plug,
                 chunk,
                 nr_to_write: chunk,
                 start_index: idx,

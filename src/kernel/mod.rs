@@ -99,6 +99,8 @@ pub struct Task {
     pub dirty_paused_when: u64,
     /// Inside a sleeping balance_dirty_pages() call.
     pub bdp: Option<crate::mm::page_writeback::BdpCall>,
+    /// The task's block plug (`current->plug`).
+    pub plug: Option<crate::block::blk_mq::Plug>,
     /// Inside a 3.2 balance_dirty_pages() call that slept.
     pub v32: Option<crate::mm::page_writeback_v3_2::V32Call>,
     /// Inside a legacy (pre-3.2) balance_dirty_pages() call.
@@ -126,6 +128,10 @@ pub struct Kernel {
     pub devs: Vec<BlockDev>,
     pub bios: Vec<Option<Bio>>,
     pub free_bios: Vec<BioId>,
+    pub reqs: Vec<Option<crate::block::blk_mq::Request>>,
+    pub free_reqs: Vec<crate::block::blk_mq::ReqId>,
+    /// Depth of every plug flush (for the summary).
+    pub unplug_depths: Vec<u32>,
     pub tasks: Vec<Task>,
     pub cpus: Vec<Cpu>,
     pub runqueue: VecDeque<Pid>,
@@ -170,6 +176,9 @@ impl Kernel {
             devs: Vec::new(),
             bios: Vec::new(),
             free_bios: Vec::new(),
+            reqs: Vec::new(),
+            free_reqs: Vec::new(),
+            unplug_depths: Vec::new(),
             tasks: Vec::new(),
             cpus: (0..ncpu).map(|_| Cpu::default()).collect(),
             runqueue: VecDeque::new(),
@@ -218,6 +227,7 @@ impl Kernel {
             bdp: None,
             legacy: None,
             v32: None,
+            plug: None,
             dirties: Default::default(),
             legacy_writeback_calls: 0,
             legacy_pages_written: 0,
@@ -356,9 +366,10 @@ impl Kernel {
                     d.name, d.stat.bios_submitted, d.stat.bios_completed
                 ));
             }
-            if d.stat.requests_issued != d.stat.write_ios + d.stat.in_flight {
+            let waiting = d.tag_waiters.len() as u64;
+            if d.stat.requests_issued != d.stat.write_ios + d.stat.in_flight + waiting {
                 return Err(format!(
-                    "dev {}: requests issued {} != completed {} + in flight {}",
+                    "dev {}: requests issued {} != completed {} + in flight {} + waiting for a tag {waiting}",
                     d.name, d.stat.requests_issued, d.stat.write_ios, d.stat.in_flight
                 ));
             }

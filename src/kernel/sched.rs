@@ -176,8 +176,16 @@ impl Kernel {
         }
     }
 
-    /// The task leaves the CPU: it sleeps, blocks or exits.
+    /// The task leaves the CPU: it sleeps, blocks or exits. A task that
+    /// blocks flushes its plug (`sched_submit_work`).
     fn finish_burst(&mut self, pid: Pid, action: Action) {
+        if self.tasks[pid]
+            .plug
+            .as_ref()
+            .is_some_and(|p| !p.reqs.is_empty())
+        {
+            self.blk_flush_plug(pid);
+        }
         let t = &mut self.tasks[pid];
         match action {
             Action::SleepUntil(at) => {

@@ -25,6 +25,8 @@ pub enum ThrottleStep {
     Sleep(Ns),
     /// Run this much system time (foreground writeback), then step again.
     Cpu(Ns),
+    /// Sleep until woken (a tag for foreground writeback), then step again.
+    Block,
 }
 
 /// A dirtier's state inside one legacy `balance_dirty_pages` call.
@@ -165,6 +167,10 @@ impl Kernel {
                     PassStep::Cpu(ns) => {
                         self.tasks[pid].legacy = Some(c);
                         return ThrottleStep::Cpu(ns);
+                    }
+                    PassStep::WaitTag => {
+                        self.tasks[pid].legacy = Some(c);
+                        return ThrottleStep::Block;
                     }
                     PassStep::Done => {
                         c.pages_written += pass.pages.max(0) as u64;

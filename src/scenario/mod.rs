@@ -108,6 +108,10 @@ pub enum DeviceKind {
 pub struct Queue {
     pub max_sectors_kb: u64,
     pub max_hw_sectors_kb: u64,
+    /// queue/max_segments (BLK_MAX_SEGMENTS = 128 by default).
+    pub max_segments: u32,
+    /// queue/nr_requests: tags per hardware queue.
+    pub nr_requests: u32,
 }
 
 /// The bdi's sysfs knobs and its starting state. The kernel keeps a
@@ -179,6 +183,10 @@ pub struct Run {
     /// Start of the measured (steady-state) window; it ends at `duration`.
     pub warmup: Ns,
     pub dirty_throttle: ThrottlePolicy,
+    /// Plug the flusher's whole work item (`wb_writeback`, Linux ≥ 4.3);
+    /// false: only each inode's ->writepages is plugged (the seed-002
+    /// "unpatched" kernel). Default: true for io-less, false for older.
+    pub flusher_plug: bool,
     /// How often counters are sampled for percentiles.
     pub sample_interval: Ns,
 }
@@ -650,6 +658,19 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             Some((v, _)) => v,
             None => max_hw.min(1280),
         };
+        let max_segments = r
+            .uint(&p("queue.max_segments"), 1, 65535)?
+            .map(|x| x.0 as u32)
+            .unwrap_or(128);
+        // loop devices have 128 tags; a disk without a scheduler one per slot
+        let default_nr = match &kind {
+            DeviceKind::Throttled { .. } => 128,
+            DeviceKind::Disk { queue_depth, .. } => *queue_depth,
+        };
+        let nr_requests = r
+            .uint(&p("queue.nr_requests"), 4, 65536)?
+            .map(|x| x.0 as u32)
+            .unwrap_or(default_nr);
         let min_ratio = r
             .uint(&p("bdi.min_ratio"), 0, 100)?
             .map(|x| x.0)
@@ -697,6 +718,8 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             queue: Queue {
                 max_sectors_kb,
                 max_hw_sectors_kb: max_hw,
+                max_segments,
+                nr_requests,
             },
         });
     }
@@ -795,11 +818,27 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             page_size
         };
     }
+    let flusher_plug = match r.take("run.flusher_plug") {
+        None => dirty_throttle == ThrottlePolicy::IoLess,
+        Some(e) => match e.val {
+            RawVal::Bool(b) => b,
+            v => {
+                return err(
+                    &e.origin,
+                    format!(
+                        "`run.flusher_plug`: found {}; expected true or false",
+                        v.describe()
+                    ),
+                )
+            }
+        },
+    };
     let run = Run {
         duration,
         seed,
         warmup,
         dirty_throttle,
+        flusher_plug,
         sample_interval,
     };
 
@@ -949,10 +988,10 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         let hint = match path.split('.').next().unwrap_or("") {
             "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,cost.*}",
             "vm" => "vm.{dirty_ratio,dirty_bytes,dirty_background_ratio,dirty_background_bytes,dirty_expire_centisecs,dirty_writeback_centisecs}",
-            "devices" => "devices.NAME.{type,write_bps,read_bps,bandwidth,iops,latency,queue_depth,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,bdi.min_ratio,bdi.max_ratio,bdi.strict_limit,bdi.write_bandwidth,bdi.dirty_ratelimit}",
+            "devices" => "devices.NAME.{type,write_bps,read_bps,bandwidth,iops,latency,queue_depth,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,queue.max_segments,queue.nr_requests,bdi.min_ratio,bdi.max_ratio,bdi.strict_limit,bdi.write_bandwidth,bdi.dirty_ratelimit}",
             "filesystems" => "filesystems.NAME.{type,device,max_folio}",
             "jobs" => "jobs.NAME.{type,filesystem,numjobs,bs,size,start,runtime}",
-            "run" => "run.{duration,seed,warmup,dirty_throttle,sample_interval}",
+            "run" => "run.{duration,seed,warmup,dirty_throttle,flusher_plug,sample_interval}",
             "trace" => "trace.events",
             "fidelity" => "fidelity.tolerance.METRIC (see `wbsim fidelity --help`)",
             _ => "one of the sections machine, vm, devices, filesystems, jobs, run, trace, fidelity",

@@ -83,6 +83,7 @@ impl Kernel {
                         return Action::SleepUntil(at);
                     }
                     ThrottleStep::Cpu(ns) => return Action::Cpu { user: 0, sys: ns },
+                    ThrottleStep::Block => return Action::Block,
                     ThrottleStep::Done => {
                         d.stage = if rest > 0 {
                             Stage::Dirtying { pages: rest }
@@ -125,6 +126,10 @@ impl Kernel {
                             ThrottleStep::Cpu(ns) => {
                                 d.stage = Stage::Throttled { rest: left };
                                 return Action::Cpu { user: 0, sys: ns };
+                            }
+                            ThrottleStep::Block => {
+                                d.stage = Stage::Throttled { rest: left };
+                                return Action::Block;
                             }
                         }
                     }

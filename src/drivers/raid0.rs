@@ -1,0 +1,207 @@
+//! RAID 0 (striping) address mapping, as md's raid0 personality lays out a
+//! set of equal-size members.
+//!
+//! The array's address space is cut into chunks of `chunk_sectors`; chunk
+//! `c = sector / chunk_sectors` lives on member `c % ndevs`, at member sector
+//! `(c / ndevs) * chunk_sectors + sector % chunk_sectors`. So consecutive
+//! chunks go round-robin over the members, and the `k`-th stripe (chunks
+//! `k * ndevs .. (k + 1) * ndevs`) occupies member sectors
+//! `k * chunk_sectors .. (k + 1) * chunk_sectors` on every member.
+//!
+//! A request is split at chunk boundaries; each piece maps to one member.
+//! Pieces that land on the same member are not merged (md splits the same
+//! way: one bio per chunk crossed). Unequal member sizes (md's multiple
+//! zones) are not modelled. Any non-zero chunk size works, not only powers
+//! of two.
+
+/// md's default chunk, 512 KiB (mdadm's default since 3.1), in 512-byte
+/// sectors.
+pub const DEFAULT_CHUNK_SECTORS: u64 = 512 * 1024 / 512;
+
+/// Split the request `[sector, sector + nr_sectors)` of a RAID 0 array of
+/// `ndevs` members with chunks of `chunk_sectors` into per-member pieces:
+/// `(member, member sector, nr_sectors)`, in array address order. An empty
+/// request maps to no pieces. Panics if `chunk_sectors` or `ndevs` is zero.
+pub fn raid0_map(
+    chunk_sectors: u64,
+    ndevs: u32,
+    sector: u64,
+    nr_sectors: u64,
+) -> Vec<(u32, u64, u64)> {
+    assert!(chunk_sectors > 0, "raid0: chunk_sectors must be > 0");
+    assert!(ndevs > 0, "raid0: ndevs must be > 0");
+    let n = ndevs as u64;
+    let end = sector + nr_sectors;
+    let mut pieces = Vec::with_capacity((nr_sectors / chunk_sectors + 2) as usize);
+    let mut s = sector;
+    while s < end {
+        let c = s / chunk_sectors;
+        let off = s % chunk_sectors;
+        let len = (chunk_sectors - off).min(end - s);
+        pieces.push(((c % n) as u32, (c / n) * chunk_sectors + off, len));
+        s += len;
+    }
+    pieces
+}
+
+/// A RAID 0 array's geometry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Raid0 {
+    /// Chunk size in 512-byte sectors (md's `chunk_size` / 512). Non-zero.
+    pub chunk_sectors: u64,
+    /// Number of members. Non-zero.
+    pub ndevs: u32,
+}
+
+impl Raid0 {
+    /// An array of `ndevs` members with the default 512 KiB chunk.
+    pub fn new(ndevs: u32) -> Raid0 {
+        Raid0 {
+            chunk_sectors: DEFAULT_CHUNK_SECTORS,
+            ndevs,
+        }
+    }
+
+    /// [`raid0_map`] with this array's geometry.
+    pub fn map(&self, sector: u64, nr_sectors: u64) -> Vec<(u32, u64, u64)> {
+        raid0_map(self.chunk_sectors, self.ndevs, sector, nr_sectors)
+    }
+
+    /// Bytes in one full stripe (a chunk on every member): the request size
+    /// that keeps every member busy once.
+    pub fn stripe_bytes(&self) -> u64 {
+        self.chunk_sectors * self.ndevs as u64 * 512
+    }
+
+    /// Array capacity in sectors for members of `member_sectors` each (md
+    /// rounds each member down to a whole number of chunks).
+    pub fn capacity_sectors(&self, member_sectors: u64) -> u64 {
+        member_sectors / self.chunk_sectors * self.chunk_sectors * self.ndevs as u64
+    }
+}
+
+impl Default for Raid0 {
+    /// Two members, 512 KiB chunks.
+    fn default() -> Raid0 {
+        Raid0::new(2)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Inverse of the mapping, for checking: array sector of a member sector.
+    fn unmap(chunk: u64, ndevs: u32, member: u32, msector: u64) -> u64 {
+        let stripe = msector / chunk;
+        (stripe * ndevs as u64 + member as u64) * chunk + msector % chunk
+    }
+
+    #[test]
+    fn default_chunk_is_512k() {
+        assert_eq!(DEFAULT_CHUNK_SECTORS, 1024);
+        let r = Raid0::default();
+        assert_eq!(r.chunk_sectors, 1024);
+        assert_eq!(r.ndevs, 2);
+        assert_eq!(Raid0::new(4).stripe_bytes(), 2 << 20);
+        // 1000 sectors per member round down to 0 chunks; 2500 to 2.
+        assert_eq!(Raid0::new(3).capacity_sectors(1000), 0);
+        assert_eq!(Raid0::new(3).capacity_sectors(2500), 3 * 2048);
+    }
+
+    #[test]
+    fn request_inside_one_chunk_maps_to_one_member() {
+        // Chunk 1024, 3 members. Sector 5000 is in chunk 4 (4096..5120),
+        // member 4 % 3 = 1, member sector (4 / 3) * 1024 + 904 = 1928.
+        assert_eq!(raid0_map(1024, 3, 5000, 100), vec![(1, 1928, 100)]);
+        // Exactly one whole chunk.
+        assert_eq!(raid0_map(1024, 3, 4096, 1024), vec![(1, 1024, 1024)]);
+        // The first sector of the array.
+        assert_eq!(raid0_map(1024, 3, 0, 1), vec![(0, 0, 1)]);
+    }
+
+    #[test]
+    fn hand_worked_split() {
+        // Chunk 8, 2 members: array sectors 6..30 cross chunks 0, 1, 2, 3.
+        assert_eq!(
+            raid0_map(8, 2, 6, 24),
+            vec![(0, 6, 2), (1, 0, 8), (0, 8, 8), (1, 8, 6)]
+        );
+        // 1 MiB at 0 on the default geometry: two 512 KiB halves.
+        assert_eq!(
+            Raid0::default().map(0, 2048),
+            vec![(0, 0, 1024), (1, 0, 1024)]
+        );
+    }
+
+    #[test]
+    fn empty_request_maps_to_nothing() {
+        assert!(raid0_map(8, 2, 100, 0).is_empty());
+    }
+
+    #[test]
+    fn single_member_is_identity() {
+        assert_eq!(
+            raid0_map(8, 1, 5, 12),
+            vec![(0, 5, 3), (0, 8, 8), (0, 16, 1)]
+        );
+    }
+
+    #[test]
+    fn pieces_cover_request_respect_chunks_and_round_robin() {
+        for &(chunk, ndevs) in &[(1u64, 1u32), (8, 2), (7, 3), (1024, 4), (128, 5)] {
+            for &(sector, nr) in &[
+                (0u64, 1u64),
+                (3, 50),
+                (1000, 4096),
+                (12345, 777),
+                (1 << 40, 3000),
+            ] {
+                let pieces = raid0_map(chunk, ndevs, sector, nr);
+                // Lengths add up; pieces are contiguous in array space.
+                assert_eq!(pieces.iter().map(|p| p.2).sum::<u64>(), nr);
+                let mut s = sector;
+                for (i, &(m, ms, len)) in pieces.iter().enumerate() {
+                    assert!(len > 0 && m < ndevs);
+                    assert_eq!(unmap(chunk, ndevs, m, ms), s);
+                    // Never crosses a chunk boundary (array or member side).
+                    assert!(s % chunk + len <= chunk);
+                    assert_eq!(ms % chunk, s % chunk);
+                    // Every piece but the first starts a chunk, every piece
+                    // but the last ends one.
+                    if i > 0 {
+                        assert_eq!(s % chunk, 0);
+                    }
+                    if i + 1 < pieces.len() {
+                        assert_eq!((s + len) % chunk, 0);
+                    }
+                    // Round-robin: consecutive pieces go to consecutive members.
+                    if i > 0 {
+                        assert_eq!(m, (pieces[i - 1].0 + 1) % ndevs);
+                    }
+                    s += len;
+                }
+                assert_eq!(s, sector + nr);
+                // The number of pieces is the number of chunks touched.
+                let chunks = (sector + nr - 1) / chunk - sector / chunk + 1;
+                assert_eq!(pieces.len() as u64, chunks);
+            }
+        }
+    }
+
+    #[test]
+    fn full_stripe_touches_each_member_once() {
+        let r = Raid0::new(4);
+        let pieces = r.map(3 * 4 * 1024, 4 * 1024);
+        assert_eq!(pieces.len(), 4);
+        for (i, &(m, ms, len)) in pieces.iter().enumerate() {
+            assert_eq!((m, ms, len), (i as u32, 3 * 1024, 1024));
+        }
+    }
+
+    #[test]
+    #[should_panic]
+    fn zero_chunk_rejected() {
+        raid0_map(0, 2, 0, 1);
+    }
+}
