@@ -69,3 +69,24 @@ pub fn write_outputs(dir: &Path, r: &RunResult) -> std::io::Result<()> {
     )?;
     Ok(())
 }
+
+#[cfg(test)]
+mod debug_plug {
+    #[test]
+    #[ignore]
+    fn plug_depths() {
+        let sc = crate::scenario::Scenario::load_file("/tmp/fsm.toml", &["run.plug_merge=any".into(), "run.duration=12s".into()]).unwrap();
+        let mut k = crate::kernel::Kernel::new(sc, crate::trace::Tracer::disabled());
+        k.run(|_, _| {});
+        let mut h = std::collections::BTreeMap::new();
+        for d in &k.unplug_depths {
+            *h.entry(*d).or_insert(0u64) += 1;
+        }
+        eprintln!("unplug depths: {h:?}");
+        eprintln!("dev stat: {:?}", k.devs[0].stat);
+        let ags: Vec<u32> = k.inodes.iter().take(40).map(|i| i.ag).collect();
+        eprintln!("first inode AGs: {ags:?}");
+        let ext: Vec<_> = k.inodes.iter().take(12).map(|i| i.extents.clone()).collect();
+        eprintln!("extents: {ext:?}");
+    }
+}

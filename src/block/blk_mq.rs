@@ -120,28 +120,42 @@ impl Kernel {
         self.bios[id].as_mut().expect("bio").remaining = pieces.len() as u32;
         let mut must_wait = false;
         for (s, n, segs) in pieces {
-            // 1. merge into the newest plugged request
+            // 1. merge into a plugged request: the newest one (6.x) or, in
+            //    the ≤ 4.x rule, any plugged request of this queue
             if let Some(pid) = submitter {
-                if let Some(&last) = self.tasks[pid].plug.as_ref().and_then(|p| p.reqs.last()) {
-                    let rq = self.reqs[last].as_mut().expect("rq");
-                    if rq.dev == dev && !rq.nomerge {
-                        let back = rq.sector + rq.nr_sectors == s;
-                        let front = s + n == rq.sector;
-                        if back || front {
-                            if rq.nr_sectors + n > max || rq.segs + segs > max_segs {
-                                rq.nomerge = true;
-                            } else {
-                                if front {
-                                    rq.sector = s;
-                                }
-                                rq.nr_sectors += n;
-                                rq.segs += segs;
-                                rq.pieces.push(id);
-                                self.devs[dev].stat.write_merges += 1;
-                                continue;
-                            }
-                        }
+                let any = self.sc.run.plug_merge_any;
+                let cands: Vec<ReqId> = match self.tasks[pid].plug.as_ref() {
+                    Some(p) if any => p.reqs.iter().rev().copied().collect(),
+                    Some(p) => p.reqs.last().copied().into_iter().collect(),
+                    None => Vec::new(),
+                };
+                let mut merged = false;
+                for c in cands {
+                    let rq = self.reqs[c].as_mut().expect("rq");
+                    if rq.dev != dev || rq.nomerge {
+                        continue;
                     }
+                    let back = rq.sector + rq.nr_sectors == s;
+                    let front = s + n == rq.sector;
+                    if !(back || front) {
+                        continue;
+                    }
+                    if rq.nr_sectors + n > max || rq.segs + segs > max_segs {
+                        rq.nomerge = true;
+                        break;
+                    }
+                    if front {
+                        rq.sector = s;
+                    }
+                    rq.nr_sectors += n;
+                    rq.segs += segs;
+                    rq.pieces.push(id);
+                    self.devs[dev].stat.write_merges += 1;
+                    merged = true;
+                    break;
+                }
+                if merged {
+                    continue;
                 }
             }
             // 2. a new request, which needs a tag
@@ -174,12 +188,17 @@ impl Kernel {
         must_wait
     }
 
-    /// `blk_add_rq_to_plug`.
+    /// `blk_add_rq_to_plug` (6.x), or the ≤ 4.x rule: flush at 16 requests.
     fn blk_add_rq_to_plug(&mut self, pid: Pid, rq: ReqId) {
         let plug = self.tasks[pid].plug.as_ref().expect("plug");
         if let Some(&last) = plug.reqs.last() {
-            let big = self.reqs[last].as_ref().expect("rq").nr_sectors >= BLK_PLUG_FLUSH_SECTORS;
-            if plug.reqs.len() >= BLK_MAX_REQUEST_COUNT || big {
+            let flush = if self.sc.run.plug_merge_any {
+                plug.reqs.len() >= 16
+            } else {
+                let big = self.reqs[last].as_ref().expect("rq").nr_sectors >= BLK_PLUG_FLUSH_SECTORS;
+                plug.reqs.len() >= BLK_MAX_REQUEST_COUNT || big
+            };
+            if flush {
                 self.blk_flush_plug(pid);
             }
         }
@@ -222,8 +241,13 @@ impl Kernel {
             self.devs[dev].tags_used += 1;
             self.devs[dev].stat.in_flight += 1;
             let waiter = self.reqs[next].as_mut().expect("rq").waiter.take();
-            // the woken submitter finds its request ready and issues it
-            self.blk_mq_issue(next);
+            // the woken submitter continues in blk_mq_submit_bio: its new
+            // request joins its plug (flushed when it went to sleep), where
+            // the bios that follow can merge; without a plug it is issued
+            match waiter.filter(|&p| self.tasks[p].plug.is_some()) {
+                Some(pid) => self.blk_add_rq_to_plug(pid, next),
+                None => self.blk_mq_issue(next),
+            }
             if let Some(pid) = waiter {
                 let still_waiting = self.devs[dev]
                     .tag_waiters

@@ -82,9 +82,9 @@ impl Kernel {
             }
         }
         // allocate: extend the last extent if it ends where the allocator is
-        let sb = inode.sb;
-        let cursor = self.sbs[sb].alloc_cursor;
-        self.sbs[sb].alloc_cursor += max * spp;
+        let (sb, ag) = (inode.sb, inode.ag as usize);
+        let cursor = self.sbs[sb].ag_cursor[ag];
+        self.sbs[sb].ag_cursor[ag] += max * spp;
         let inode = &mut self.inodes[ino];
         match inode.extents.last_mut() {
             Some((ps, len, sec)) if *ps + *len == p && *sec + *len * spp == cursor => *len += max,

@@ -38,6 +38,8 @@ pub struct Inode {
     /// Allocated extents: (first page, pages, first sector). Delalloc: blocks
     /// are allocated at writeback time.
     pub extents: Vec<(u64, u64, u64)>,
+    /// Allocation group of the inode's directory.
+    pub ag: u32,
 }
 
 pub struct SuperBlock {
@@ -48,9 +50,18 @@ pub struct SuperBlock {
     pub s_dev: (u32, u32),
     /// Largest folio a buffered write creates, in pages.
     pub max_folio_pages: u64,
-    /// Next free sector (a simple bump allocator; see `ext4`).
-    pub alloc_cursor: u64,
+    /// Next free sector of each allocation group (bump allocators).
+    pub ag_cursor: Vec<u64>,
+    /// Sectors per allocation group.
+    pub ag_sectors: u64,
     pub next_ino: u64,
+}
+
+impl SuperBlock {
+    /// Sectors allocated so far.
+    pub fn used_sectors(&self) -> u64 {
+        self.ag_cursor.iter().enumerate().map(|(i, c)| c - (i as u64 * self.ag_sectors + 2048)).sum()
+    }
 }
 
 impl Kernel {
@@ -90,14 +101,20 @@ impl Kernel {
                 wb: wb_id,
                 s_dev: (major, minor),
                 max_folio_pages: (f.max_folio / ps).max(1),
-                alloc_cursor: 2048,
+                ag_cursor: (0..f.agcount as u64).map(|a| a * (self.sc.devices[f.device].size / 512 / f.agcount as u64) + 2048).collect(),
+                ag_sectors: self.sc.devices[f.device].size / 512 / f.agcount as u64,
                 next_ino: 12,
             });
         }
     }
 
-    /// Create a regular file on `sb`.
+    /// Create a regular file on `sb` (in allocation group 0).
     pub fn create_inode(&mut self, sb: usize) -> InodeId {
+        self.create_inode_in(sb, 0)
+    }
+
+    /// Create a regular file in a directory of allocation group `ag`.
+    pub fn create_inode_in(&mut self, sb: usize, ag: u32) -> InodeId {
         let s = &mut self.sbs[sb];
         let ino = s.next_ino;
         s.next_ino += 1;
@@ -114,6 +131,7 @@ impl Kernel {
             writeback_index: 0,
             list: None,
             extents: Vec::new(),
+            ag,
         });
         self.inodes.len() - 1
     }

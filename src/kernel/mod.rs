@@ -65,6 +65,7 @@ pub enum Action {
 
 pub enum Body {
     Dd(Box<DdWriter>),
+    FsMark(Box<crate::workload::fs_mark::FsMarkThread>),
     Flusher(Box<FlusherState>),
 }
 
@@ -112,6 +113,8 @@ pub struct Task {
     pub legacy_pages_written: u64,
     /// Bytes written by write(2) (/proc/PID/io wchar).
     pub wchar: u64,
+    /// Files created (fs_mark).
+    pub files_created: u64,
     pub job: Option<usize>,
 }
 
@@ -137,6 +140,8 @@ pub struct Kernel {
     pub runqueue: VecDeque<Pid>,
     pub tracer: Tracer,
     pub rec: Recorder,
+    /// Per-job fs_mark state (empty entries for other jobs).
+    pub fsmark: Vec<crate::workload::fs_mark::FsMarkJob>,
     pub end: Ns,
     pub ended: bool,
     /// Count events by kind (WBSIM_EVCOUNT=1 in the environment), for
@@ -184,6 +189,7 @@ impl Kernel {
             runqueue: VecDeque::new(),
             tracer,
             rec: Recorder::default(),
+            fsmark: Vec::new(),
             end: sc.run.duration,
             ended: false,
             count_events: std::env::var_os("WBSIM_EVCOUNT").is_some(),
@@ -203,7 +209,7 @@ impl Kernel {
         let idx = self.tasks.len();
         let pid = match body {
             Body::Flusher(_) => 200 + idx as u32,
-            Body::Dd(_) => 1000 + idx as u32,
+            Body::Dd(_) | Body::FsMark(_) => 1000 + idx as u32,
         };
         let cpu = idx % self.cpus.len();
         self.tasks.push(Task {
@@ -232,6 +238,7 @@ impl Kernel {
             legacy_writeback_calls: 0,
             legacy_pages_written: 0,
             wchar: 0,
+            files_created: 0,
             job,
         });
         idx

@@ -240,6 +240,10 @@ impl Kernel {
                 let a = self.dd_step(pid, &mut d);
                 (super::Body::Dd(d), a)
             }
+            super::Body::FsMark(mut f) => {
+                let a = self.fs_mark_step(pid, &mut f);
+                (super::Body::FsMark(f), a)
+            }
             super::Body::Flusher(mut f) => {
                 let a = self.flusher_step(pid, &mut f);
                 (super::Body::Flusher(f), a)

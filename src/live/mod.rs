@@ -145,6 +145,9 @@ pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
             "no writable cgroup v1 blkio throttle at {BLKIO_THROTTLE} (cgroup v2 io.max is not supported by live mode yet)"
         )));
     }
+    if let Some(j) = sc.jobs.iter().find(|j| !matches!(j.kind, JobKind::Dd { .. })) {
+        return Err(LiveError::Refused(format!("job `{}` is fs_mark; live mode runs dd jobs only so far", j.name)));
+    }
     if sc.run.dirty_throttle != crate::scenario::ThrottlePolicy::IoLess {
         return Err(LiveError::Refused(format!(
             "run.dirty_throttle = \"{}\" describes an older kernel; the running kernel throttles as it does (use \"io-less\")",
@@ -432,7 +435,7 @@ pub fn run(
             .filter(|j| sc.filesystems[j.filesystem].device == i);
         let mut bytes: u64 = 0;
         for j in fs_jobs {
-            let JobKind::Dd { size, .. } = j.kind;
+            let JobKind::Dd { size, .. } = j.kind else { unreachable!("refused in preflight") };
             let t = j.runtime.unwrap_or(sc.run.duration).min(sc.run.duration);
             let cap = (write_bps as u128 * t as u128 / NSEC_PER_SEC as u128) as u64 + (256 << 20);
             bytes += size
@@ -534,7 +537,7 @@ pub fn run(
     // the writers
     let mut writers: Vec<Writer> = Vec::new();
     for j in &sc.jobs {
-        let JobKind::Dd { bs, size } = j.kind;
+        let JobKind::Dd { bs, size } = j.kind else { unreachable!("refused in preflight") };
         for k in 0..j.numjobs {
             let file = mnts[j.filesystem].join(format!("{}.{k}", j.name));
             let mut args = vec![

@@ -43,6 +43,8 @@ pub struct CpuCost {
     pub writeback_per_page: Ns,
     /// Per bio built and submitted.
     pub bio_submit: Ns,
+    /// Creating a file: inode allocation, directory entry (open O_CREAT).
+    pub file_create: Ns,
     /// Per balance_dirty_pages() call (the throttle computation).
     pub bdp_call: Ns,
     /// A wakeup plus a context switch in.
@@ -145,6 +147,8 @@ pub struct Device {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FsKind {
     Ext4,
+    /// The same model, named for XFS (allocation groups per directory).
+    Xfs,
 }
 
 #[derive(Clone, Debug)]
@@ -155,6 +159,9 @@ pub struct Filesystem {
     /// Largest page-cache folio a buffered write creates. 6.x ext4 uses large
     /// folios, so a 1 MiB write() is dirtied whole before the throttle check.
     pub max_folio: u64,
+    /// Allocation groups (XFS agcount; ext4 flex groups play the same
+    /// role): each directory allocates from its own region of the device.
+    pub agcount: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -164,6 +171,82 @@ pub enum JobKind {
         /// Bytes per writer (None: until `runtime` or the end of the run).
         size: Option<u64>,
     },
+    /// fs_mark with its own command-line flags.
+    FsMark(FsMarkArgs),
+}
+
+/// The fs_mark flags wbsim understands: `-d DIR` (repeatable; one set of
+/// threads per directory), `-D N` subdirectories per directory, `-n N`
+/// files per thread per loop, `-s BYTES` file size, `-S0` (no sync), `-L N`
+/// loops, `-t N` threads per directory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FsMarkArgs {
+    pub dirs: Vec<String>,
+    pub subdirs: u64,
+    pub files: u64,
+    pub size: u64,
+    pub loops: u64,
+    pub threads_per_dir: u64,
+}
+
+impl FsMarkArgs {
+    /// Parse fs_mark's flags (as written on its command line).
+    pub fn parse(args: &str) -> Result<FsMarkArgs, String> {
+        let mut a = FsMarkArgs {
+            dirs: Vec::new(),
+            subdirs: 0,
+            files: 1000,
+            size: 51200,
+            loops: 1,
+            threads_per_dir: 1,
+        };
+        let toks: Vec<&str> = args.split_whitespace().collect();
+        let mut i = 0;
+        let num = |v: Option<&&str>, flag: &str| -> Result<u64, String> {
+            let v = v.ok_or_else(|| format!("fs_mark flag `{flag}` needs a number"))?;
+            v.parse::<u64>().map_err(|_| format!("fs_mark flag `{flag}`: `{v}` is not a number"))
+        };
+        while i < toks.len() {
+            let t = toks[i];
+            // flags may be glued to their value: -S0, -n5000
+            let (flag, glued) = if t.len() > 2 && t.starts_with('-') { (&t[..2], Some(&t[2..])) } else { (t, None) };
+            let mut val = || -> Option<&str> {
+                if let Some(g) = glued {
+                    Some(g)
+                } else {
+                    i += 1;
+                    toks.get(i).copied()
+                }
+            };
+            match flag {
+                "-d" => a.dirs.push(val().ok_or("fs_mark flag `-d` needs a directory")?.to_string()),
+                "-D" => a.subdirs = num(val().as_ref(), "-D")?,
+                "-n" => a.files = num(val().as_ref(), "-n")?,
+                "-s" => a.size = num(val().as_ref(), "-s")?,
+                "-L" => a.loops = num(val().as_ref(), "-L")?,
+                "-t" => a.threads_per_dir = num(val().as_ref(), "-t")?,
+                "-S" => {
+                    let v = num(val().as_ref(), "-S")?;
+                    if v != 0 {
+                        return Err(format!("fs_mark `-S{v}`: only -S0 (no sync) is modelled"));
+                    }
+                }
+                f => return Err(format!("fs_mark flag `{f}` is not supported; expected -d, -D, -n, -s, -S0, -L, -t")),
+            }
+            i += 1;
+        }
+        if a.dirs.is_empty() {
+            return Err("fs_mark needs at least one `-d DIR`".into());
+        }
+        if a.files == 0 || a.loops == 0 || a.threads_per_dir == 0 {
+            return Err("fs_mark -n, -L and -t must be > 0".into());
+        }
+        Ok(a)
+    }
+
+    pub fn threads(&self) -> u64 {
+        self.dirs.len() as u64 * self.threads_per_dir
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -187,6 +270,10 @@ pub struct Run {
     /// false: only each inode's ->writepages is plugged (the seed-002
     /// "unpatched" kernel). Default: true for io-less, false for older.
     pub flusher_plug: bool,
+    /// Plug merging: "last" (6.x: only the newest plugged request is a
+    /// candidate; flush at 32 requests or a 128 KiB newest request) or
+    /// "any" (≤ 4.x: any plugged request of the queue; flush at 16).
+    pub plug_merge_any: bool,
     /// How often counters are sampled for percentiles.
     pub sample_interval: Ns,
 }
@@ -496,6 +583,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         page_cache_insert: r.cost("machine.cost.page_cache_insert", 300)?,
         writeback_per_page: r.cost("machine.cost.writeback_per_page", 150)?,
         bio_submit: r.cost("machine.cost.bio_submit", 2 * NSEC_PER_USEC)?,
+        file_create: r.cost("machine.cost.file_create", 15 * NSEC_PER_USEC)?,
         bdp_call: r.cost("machine.cost.bdp_call", NSEC_PER_USEC)?,
         wakeup: r.cost("machine.cost.wakeup", 3 * NSEC_PER_USEC)?,
         wakeup_jitter: r.cost("machine.cost.wakeup_jitter", 30 * NSEC_PER_USEC)?,
@@ -729,8 +817,9 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     let mut used = vec![false; devices.len()];
     for (fname, forigin) in r.raw.names_under("filesystems") {
         let p = |k: &str| format!("filesystems.{fname}.{k}");
-        let kind = match r.choice(&p("type"), &["ext4"])? {
-            Some(_) | None => FsKind::Ext4,
+        let kind = match r.choice(&p("type"), &["ext4", "xfs"])? {
+            Some((t, _)) if t == "xfs" => FsKind::Xfs,
+            _ => FsKind::Ext4,
         };
         let device = match r.string(&p("device"), "a device name")? {
             None => return err(&forigin, format!("filesystem `{fname}` has no `device`; expected `device = \"NAME\"` naming one of [devices]")),
@@ -759,11 +848,13 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             Some((v, _)) => v,
             None => 0, // resolved below from the policy
         };
+        let agcount = r.uint(&p("agcount"), 1, 4096)?.map(|x| x.0 as u32).unwrap_or(4);
         filesystems.push(Filesystem {
             name: fname,
             kind,
             device,
             max_folio,
+            agcount,
         });
     }
     if let Some(i) = used.iter().position(|u| !u) {
@@ -833,12 +924,17 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             }
         },
     };
+    let plug_merge_any = match r.choice("run.plug_merge", &["last", "any"])? {
+        Some((m, _)) => m == "any",
+        None => false,
+    };
     let run = Run {
         duration,
         seed,
         warmup,
         dirty_throttle,
         flusher_plug,
+        plug_merge_any,
         sample_interval,
     };
 
@@ -846,17 +942,18 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     let mut jobs = Vec::new();
     for (jname, jorigin) in r.raw.names_under("jobs") {
         let p = |k: &str| format!("jobs.{jname}.{k}");
-        let ty = match r.choice(&p("type"), &["dd"])? {
+        let ty = match r.choice(&p("type"), &["dd", "fs_mark"])? {
             Some((t, _)) => t,
             None if jname == "dd" || jname.starts_with("dd") => "dd".into(),
+            None if jname == "fs_mark" || jname == "fsmark" => "fs_mark".into(),
             None => {
                 return err(
                     &jorigin,
-                    format!("job `{jname}` has no `type`; expected `type = \"dd\"`"),
+                    format!("job `{jname}` has no `type`; expected `type = \"dd\"` or `type = \"fs_mark\"`"),
                 )
             }
         };
-        debug_assert_eq!(ty, "dd");
+
         let filesystem = match r.string(&p("filesystem"), "a filesystem name")? {
             Some((f, e)) => match filesystems.iter().position(|x| x.name == f) {
                 Some(i) => i,
@@ -878,6 +975,22 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 )
             }
         };
+        if ty == "fs_mark" {
+            let args = match r.string(&p("args"), "fs_mark's flags as a string")? {
+                Some((a, e)) => FsMarkArgs::parse(&a).map_err(|m| ScenarioError { origin: e.origin.clone(), msg: m })?,
+                None => return err(&jorigin, format!("fs_mark job `{jname}` needs `args`, e.g. \"-d /mnt/0 -S0 -n 1000 -s 4096 -L 2\"")),
+            };
+            let start = r.duration(&p("start"))?.map(|x| x.0).unwrap_or(0);
+            jobs.push(Job {
+                name: jname,
+                kind: JobKind::FsMark(args),
+                filesystem,
+                numjobs: 1,
+                start,
+                runtime: None,
+            });
+            continue;
+        }
         let numjobs = r
             .uint(&p("numjobs"), 1, 100_000)?
             .map(|x| x.0 as u32)
@@ -989,9 +1102,9 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,cost.*}",
             "vm" => "vm.{dirty_ratio,dirty_bytes,dirty_background_ratio,dirty_background_bytes,dirty_expire_centisecs,dirty_writeback_centisecs}",
             "devices" => "devices.NAME.{type,write_bps,read_bps,bandwidth,iops,latency,queue_depth,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,queue.max_segments,queue.nr_requests,bdi.min_ratio,bdi.max_ratio,bdi.strict_limit,bdi.write_bandwidth,bdi.dirty_ratelimit}",
-            "filesystems" => "filesystems.NAME.{type,device,max_folio}",
-            "jobs" => "jobs.NAME.{type,filesystem,numjobs,bs,size,start,runtime}",
-            "run" => "run.{duration,seed,warmup,dirty_throttle,flusher_plug,sample_interval}",
+            "filesystems" => "filesystems.NAME.{type,device,max_folio,agcount}",
+            "jobs" => "jobs.NAME.{type,filesystem,numjobs,bs,size,start,runtime} (dd) or {type,filesystem,args,start} (fs_mark)",
+            "run" => "run.{duration,seed,warmup,dirty_throttle,flusher_plug,plug_merge,sample_interval}",
             "trace" => "trace.events",
             "fidelity" => "fidelity.tolerance.METRIC (see `wbsim fidelity --help`)",
             _ => "one of the sections machine, vm, devices, filesystems, jobs, run, trace, fidelity",

@@ -1,0 +1,185 @@
+//! fs_mark: each thread creates files in its own directory, `-n` per loop,
+//! `-L` loops; a file is open(O_CREAT) + write(`-s` bytes) + close, and
+//! with `-S0` nothing is synced. At the end of each loop fs_mark prints
+//! `FSUse% Count Size Files/sec App Overhead`; wbsim writes the same lines.
+//!
+//! Files of one directory allocate from that directory's allocation group,
+//! one after another, so consecutive files get adjacent blocks (XFS delayed
+//! allocation at writeback time, as in seed 002). A thread's files between
+//! two throttle checks are one event.
+
+use crate::kernel::{Action, Kernel, Pid};
+use crate::mm::page_writeback_legacy::ThrottleStep;
+use crate::scenario::FsMarkArgs;
+use crate::sim::Ns;
+
+/// Shared per-job state: loop completion times and the output lines.
+#[derive(Clone, Debug, Default)]
+pub struct FsMarkJob {
+    pub threads: u64,
+    pub args: Option<FsMarkArgs>,
+    pub start: Ns,
+    /// Threads that finished each loop, and when the last one did.
+    pub loop_done: Vec<u64>,
+    pub loop_end: Vec<Ns>,
+    pub lines: Vec<String>,
+    pub files: u64,
+    pub finished_at: Option<Ns>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stage {
+    Ready,
+    Creating { files: u64 },
+    Throttled,
+    Done,
+}
+
+pub struct FsMarkThread {
+    pub job: usize,
+    pub sb: usize,
+    /// The allocation group of this thread's directory.
+    pub ag: u32,
+    pub files_per_loop: u64,
+    pub loops: u64,
+    pub size: u64,
+    pub loop_no: u64,
+    pub in_loop: u64,
+    stage: Stage,
+    pub files: u64,
+}
+
+impl FsMarkThread {
+    pub fn new(job: usize, sb: usize, ag: u32, a: &FsMarkArgs) -> FsMarkThread {
+        FsMarkThread {
+            job,
+            sb,
+            ag,
+            files_per_loop: a.files,
+            loops: a.loops,
+            size: a.size,
+            loop_no: 0,
+            in_loop: 0,
+            stage: Stage::Ready,
+            files: 0,
+        }
+    }
+}
+
+impl Kernel {
+    pub fn fs_mark_step(&mut self, pid: Pid, f: &mut FsMarkThread) -> Action {
+        let wb = self.sbs[f.sb].wb;
+        let ps = self.page_size();
+        let pages = f.size.div_ceil(ps).max(1);
+        loop {
+            match f.stage {
+                Stage::Done => return Action::Exit,
+                Stage::Throttled => match self.throttle_resume(pid, wb) {
+                    ThrottleStep::Sleep(at) => return Action::SleepUntil(at),
+                    ThrottleStep::Cpu(ns) => return Action::Cpu { user: 0, sys: ns },
+                    ThrottleStep::Block => return Action::Block,
+                    ThrottleStep::Done => f.stage = Stage::Ready,
+                },
+                Stage::Creating { files } => {
+                    for k in 0..files {
+                        let ino = self.create_inode_in(f.sb, f.ag);
+                        self.filemap_dirty_range(pid, ino, 0, pages);
+                        self.tasks[pid].wchar += f.size;
+                        f.files += 1;
+                        self.tasks[pid].files_created += 1;
+                        f.in_loop += 1;
+                        if f.in_loop == f.files_per_loop {
+                            self.fs_mark_loop_done(f.job, f.loop_no);
+                            f.loop_no += 1;
+                            f.in_loop = 0;
+                        }
+                        // balance_dirty_pages_ratelimited after each write()
+                        match self.throttle_check(pid, wb) {
+                            ThrottleStep::Done => {}
+                            step => {
+                                let _ = k;
+                                f.stage = Stage::Throttled;
+                                return match step {
+                                    ThrottleStep::Sleep(at) => Action::SleepUntil(at),
+                                    ThrottleStep::Cpu(ns) => Action::Cpu { user: 0, sys: ns },
+                                    _ => Action::Block,
+                                };
+                            }
+                        }
+                    }
+                    f.stage = Stage::Ready;
+                }
+                Stage::Ready => {
+                    if f.loop_no >= f.loops {
+                        f.stage = Stage::Done;
+                        continue;
+                    }
+                    // files until the next check could throttle, within this loop
+                    let until = self.throttle_pages_until_check(pid, wb);
+                    let left_in_run = (f.loops - f.loop_no) * f.files_per_loop - f.in_loop;
+                    let files = until.div_ceil(pages).clamp(1, left_in_run.min(64));
+                    let c = &self.sc.machine.cost;
+                    let kib = files * f.size.div_ceil(1024);
+                    let sys = files * (3 * c.syscall + c.file_create + pages * c.page_cache_insert) + kib * c.copy_per_kib;
+                    f.stage = Stage::Creating { files };
+                    return Action::Cpu { user: files * c.syscall, sys };
+                }
+            }
+        }
+    }
+
+    /// A thread finished loop `l`; when all have, print fs_mark's line.
+    fn fs_mark_loop_done(&mut self, job: usize, l: u64) {
+        let now = self.now();
+        let fsuse = {
+            let fs = &self.sc.filesystems[self.sc.jobs[job].filesystem];
+            let dev = &self.sc.devices[fs.device];
+            let used: u64 = self.sbs.iter().filter(|s| s.dev == fs.device).map(|s| s.used_sectors()).sum();
+            (used * 512 * 100 / dev.size.max(1)).min(100)
+        };
+        let j = &mut self.fsmark[job];
+        let l = l as usize;
+        if j.loop_done.len() <= l {
+            j.loop_done.resize(l + 1, 0);
+            j.loop_end.resize(l + 1, 0);
+        }
+        j.loop_done[l] += 1;
+        if j.loop_done[l] == j.threads {
+            j.loop_end[l] = now;
+            let a = j.args.as_ref().expect("args");
+            let n = j.threads * a.files;
+            j.files += n;
+            let t0 = if l == 0 { j.start } else { j.loop_end[l - 1] };
+            let secs = (now - t0).max(1) as f64 / 1e9;
+            j.lines.push(format!("{:>6} {:>12} {:>10} {:>16.1} {:>12}", fsuse, j.files, a.size, n as f64 / secs, 0));
+            if l as u64 + 1 == a.loops {
+                j.finished_at = Some(now);
+            }
+        }
+    }
+
+    /// fs_mark's output for every fs_mark job, as it prints it.
+    pub fn fs_mark_output(&self) -> String {
+        let mut s = String::new();
+        for (i, j) in self.fsmark.iter().enumerate() {
+            let Some(a) = &j.args else { continue };
+            s += &format!(
+                "#  fs_mark (wbsim job {}): {} thread(s), {} files of {} bytes per loop each, {} loop(s)\n",
+                self.sc.jobs[i].name,
+                j.threads,
+                a.files,
+                a.size,
+                a.loops
+            );
+            s += "FSUse%        Count         Size    Files/sec     App Overhead\n";
+            for l in &j.lines {
+                s += l;
+                s.push('\n');
+            }
+            if let Some(t) = j.finished_at {
+                s += &format!("# finished after {:.3} s\n", (t - j.start) as f64 / 1e9);
+            }
+        }
+        s
+    }
+}
