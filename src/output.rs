@@ -12,6 +12,8 @@ use std::time::Instant;
 
 pub struct RunResult {
     pub summary: Summary,
+    /// fs_mark's own output lines (empty without fs_mark jobs).
+    pub fs_mark: String,
     pub trace_text: String,
     pub vmstat: String,
     pub wall_s: f64,
@@ -39,9 +41,11 @@ pub fn simulate(sc: &Scenario, trace_on: bool, mut progress: impl FnMut(f64, f64
     let (thresh, bg) =
         domain_dirty_limits(&sc.vm, sc.machine.page_size, k.global_dirtyable_memory());
     let vmstat = k.vm.render(thresh, bg);
+    let fs_mark = k.fs_mark_output();
     let wall_s = t0.elapsed().as_secs_f64();
     RunResult {
         summary,
+        fs_mark,
         trace_text,
         vmstat,
         wall_s,
@@ -57,6 +61,9 @@ pub fn write_outputs(dir: &Path, r: &RunResult) -> std::io::Result<()> {
     js.push('\n');
     std::fs::write(dir.join("summary.json"), js)?;
     std::fs::write(dir.join("vmstat"), &r.vmstat)?;
+    if !r.fs_mark.is_empty() {
+        std::fs::write(dir.join("fs_mark.txt"), &r.fs_mark)?;
+    }
     let wall = serde_json::json!({
         "wall_time_s": r.wall_s,
         "simulated_s": r.sim_s,
@@ -68,25 +75,4 @@ pub fn write_outputs(dir: &Path, r: &RunResult) -> std::io::Result<()> {
         serde_json::to_string_pretty(&wall).expect("json") + "\n",
     )?;
     Ok(())
-}
-
-#[cfg(test)]
-mod debug_plug {
-    #[test]
-    #[ignore]
-    fn plug_depths() {
-        let sc = crate::scenario::Scenario::load_file("/tmp/fsm.toml", &["run.plug_merge=any".into(), "run.duration=12s".into()]).unwrap();
-        let mut k = crate::kernel::Kernel::new(sc, crate::trace::Tracer::disabled());
-        k.run(|_, _| {});
-        let mut h = std::collections::BTreeMap::new();
-        for d in &k.unplug_depths {
-            *h.entry(*d).or_insert(0u64) += 1;
-        }
-        eprintln!("unplug depths: {h:?}");
-        eprintln!("dev stat: {:?}", k.devs[0].stat);
-        let ags: Vec<u32> = k.inodes.iter().take(40).map(|i| i.ag).collect();
-        eprintln!("first inode AGs: {ags:?}");
-        let ext: Vec<_> = k.inodes.iter().take(12).map(|i| i.extents.clone()).collect();
-        eprintln!("extents: {ext:?}");
-    }
 }

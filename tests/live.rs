@@ -225,7 +225,7 @@ fn refuses_a_scenario_this_host_cannot_build() {
     assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } == 0 && cannot_run().is_none() {
-        assert!(err.contains("modelled disk"), "{err}");
+        assert!(err.contains("modelled device"), "{err}");
     }
     assert_eq!(
         before,

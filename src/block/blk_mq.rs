@@ -46,19 +46,6 @@ pub struct Plug {
     pub reqs: Vec<ReqId>,
 }
 
-/// One piece of a bio after splitting: (sector, sectors, segments).
-fn split(sector: u64, nr: u64, max: u64, seg_sectors: u64) -> Vec<(u64, u64, u32)> {
-    let mut v = Vec::new();
-    let (mut s, mut left) = (sector, nr);
-    while left > 0 {
-        let n = left.min(max);
-        v.push((s, n, n.div_ceil(seg_sectors.max(1)) as u32));
-        s += n;
-        left -= n;
-    }
-    v
-}
-
 impl Kernel {
     fn alloc_req(&mut self, r: Request) -> ReqId {
         if let Some(id) = self.free_reqs.pop() {
@@ -99,7 +86,7 @@ impl Kernel {
         let reqs = std::mem::take(&mut p.reqs);
         self.devs_unplugs(reqs.len());
         for r in reqs {
-            self.blk_mq_issue(r);
+            self.blk_mq_issue(r, Some(pid));
         }
     }
 
@@ -116,43 +103,49 @@ impl Kernel {
         };
         let d = &self.devs[dev];
         let (max, max_segs) = (d.max_sectors.max(8), d.max_segments);
-        let pieces = split(sector, nr, max, seg_sectors);
-        self.bios[id].as_mut().expect("bio").remaining = pieces.len() as u32;
+        self.bios[id].as_mut().expect("bio").remaining = nr.div_ceil(max).max(1) as u32;
         let mut must_wait = false;
-        for (s, n, segs) in pieces {
+        let (mut s, mut left) = (sector, nr);
+        while left > 0 {
+            // __bio_split_to_limits: pieces of at most max_sectors
+            let n = left.min(max);
+            let segs = n.div_ceil(seg_sectors.max(1)) as u32;
+            let s_piece = s;
+            s += n;
+            left -= n;
+            let s = s_piece;
             // 1. merge into a plugged request: the newest one (6.x) or, in
             //    the ≤ 4.x rule, any plugged request of this queue
             if let Some(pid) = submitter {
                 let any = self.sc.run.plug_merge_any;
-                let cands: Vec<ReqId> = match self.tasks[pid].plug.as_ref() {
-                    Some(p) if any => p.reqs.iter().rev().copied().collect(),
-                    Some(p) => p.reqs.last().copied().into_iter().collect(),
-                    None => Vec::new(),
-                };
                 let mut merged = false;
-                for c in cands {
+                let nplug = self.tasks[pid].plug.as_ref().map_or(0, |p| p.reqs.len());
+                for k in (0..nplug).rev() {
+                    let c = self.tasks[pid].plug.as_ref().expect("plug").reqs[k];
                     let rq = self.reqs[c].as_mut().expect("rq");
-                    if rq.dev != dev || rq.nomerge {
-                        continue;
+                    if rq.dev != dev {
+                        continue; // another queue's request (a plug over md members)
                     }
                     let back = rq.sector + rq.nr_sectors == s;
                     let front = s + n == rq.sector;
-                    if !(back || front) {
-                        continue;
-                    }
-                    if rq.nr_sectors + n > max || rq.segs + segs > max_segs {
-                        rq.nomerge = true;
+                    if !rq.nomerge && (back || front) {
+                        if rq.nr_sectors + n > max || rq.segs + segs > max_segs {
+                            rq.nomerge = true;
+                        } else {
+                            if front {
+                                rq.sector = s;
+                            }
+                            rq.nr_sectors += n;
+                            rq.segs += segs;
+                            rq.pieces.push(id);
+                            self.devs[dev].stat.write_merges += 1;
+                            merged = true;
+                        }
                         break;
                     }
-                    if front {
-                        rq.sector = s;
+                    if !any {
+                        break; // 6.x: only the newest request of this queue
                     }
-                    rq.nr_sectors += n;
-                    rq.segs += segs;
-                    rq.pieces.push(id);
-                    self.devs[dev].stat.write_merges += 1;
-                    merged = true;
-                    break;
                 }
                 if merged {
                     continue;
@@ -182,7 +175,7 @@ impl Kernel {
             d.stat.in_flight += 1; // accounted from tag allocation, as blk-mq does
             match submitter.and_then(|p| self.tasks[p].plug.as_ref().map(|_| p)) {
                 Some(pid) => self.blk_add_rq_to_plug(pid, rq),
-                None => self.blk_mq_issue(rq),
+                None => self.blk_mq_issue(rq, submitter),
             }
         }
         must_wait
@@ -195,7 +188,8 @@ impl Kernel {
             let flush = if self.sc.run.plug_merge_any {
                 plug.reqs.len() >= 16
             } else {
-                let big = self.reqs[last].as_ref().expect("rq").nr_sectors >= BLK_PLUG_FLUSH_SECTORS;
+                let big =
+                    self.reqs[last].as_ref().expect("rq").nr_sectors >= BLK_PLUG_FLUSH_SECTORS;
                 plug.reqs.len() >= BLK_MAX_REQUEST_COUNT || big
             };
             if flush {
@@ -205,8 +199,11 @@ impl Kernel {
         self.tasks[pid].plug.as_mut().expect("plug").reqs.push(rq);
     }
 
-    /// Hand a request to the device.
-    fn blk_mq_issue(&mut self, rq: ReqId) {
+    /// Hand a request to the device; `by` pays the dispatch CPU cost.
+    fn blk_mq_issue(&mut self, rq: ReqId, by: Option<Pid>) {
+        if let Some(p) = by {
+            self.tasks[p].owed_sys += self.sc.machine.cost.rq_dispatch;
+        }
         let (dev, sectors) = {
             let r = self.reqs[rq].as_ref().expect("rq");
             (r.dev, r.nr_sectors)
@@ -215,6 +212,17 @@ impl Kernel {
             // the loop device over tmpfs completes at once
             crate::block::Backend::Throttled(_) => self.request_done(rq, 0),
             crate::block::Backend::Disk(_) => self.disk_queue_rq(dev, rq, sectors),
+            crate::block::Backend::Ssd(_) => {
+                let now = self.now();
+                let sector = self.reqs[rq].as_ref().expect("rq").sector;
+                let crate::block::Backend::Ssd(st) = &mut self.devs[dev].backend else {
+                    unreachable!()
+                };
+                let done = st.submit(now, sector, sectors * 512);
+                self.q
+                    .schedule(done, crate::kernel::Ev::ReqDone { rq: rq as u32 });
+            }
+            crate::block::Backend::Raid0 { .. } => unreachable!("md devices are bio-based"),
         }
     }
 
@@ -246,7 +254,7 @@ impl Kernel {
             // the bios that follow can merge; without a plug it is issued
             match waiter.filter(|&p| self.tasks[p].plug.is_some()) {
                 Some(pid) => self.blk_add_rq_to_plug(pid, next),
-                None => self.blk_mq_issue(next),
+                None => self.blk_mq_issue(next, None),
             }
             if let Some(pid) = waiter {
                 let still_waiting = self.devs[dev]
@@ -263,17 +271,120 @@ impl Kernel {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::block::Bio;
+    use crate::kernel::Kernel;
+    use crate::scenario::Scenario;
+
+    /// A machine with one disk (qd 4) and a plugged submitter (the flusher task).
+    fn machine(extra: &[&str]) -> Kernel {
+        let mut sets: Vec<String> = vec![];
+        sets.extend(extra.iter().map(|s| s.to_string()));
+        let toml = "[devices.sda]\ntype = \"disk\"\nqueue_depth = 4\n[filesystems.f]\ndevice = \"sda\"\n[jobs.dd]\nbs = \"1M\"\n";
+        let sc = Scenario::load_str(toml, "t.toml", "t", &sets).unwrap();
+        Kernel::new(sc, crate::trace::Tracer::disabled())
+    }
+
+    fn bio(k: &Kernel, sector: u64, sectors: u64) -> Bio {
+        Bio {
+            dev: 0,
+            sector,
+            nr_sectors: sectors,
+            ino: 0,
+            page_start: 0,
+            npages: 0,
+            submitter: 0,
+            submit_time: k.now(),
+            seg_sectors: 8,
+            parent: None,
+            remaining: 0,
+        }
+    }
+
+    fn plugged(k: &Kernel) -> Vec<(u64, u64)> {
+        k.tasks[0]
+            .plug
+            .as_ref()
+            .unwrap()
+            .reqs
+            .iter()
+            .map(|&r| {
+                let r = k.reqs[r].as_ref().unwrap();
+                (r.sector, r.nr_sectors)
+            })
+            .collect()
+    }
 
     #[test]
-    fn split_at_max_sectors_and_count_segments() {
-        // 8 MiB bio, max 2560 sectors (1280 KiB), 64 KiB segments (128 sectors)
-        let p = split(0, 16384, 2560, 128);
-        assert_eq!(p.len(), 7);
-        assert_eq!(p[0], (0, 2560, 20));
-        assert_eq!(p[6], (15360, 1024, 8));
-        assert_eq!(p.iter().map(|x| x.1).sum::<u64>(), 16384);
-        // a 4 KiB bio of one page
-        assert_eq!(split(800, 8, 2560, 8), vec![(800, 8, 1)]);
+    fn merges_only_into_the_newest_plugged_request() {
+        let mut k = machine(&[]);
+        k.create_inode(0);
+        assert!(k.blk_start_plug(0));
+        k.submit_bio(bio(&k, 0, 8));
+        k.submit_bio(bio(&k, 100, 8));
+        k.submit_bio(bio(&k, 8, 8)); // adjacent to the older request: no merge in 6.x
+        assert_eq!(plugged(&k), vec![(0, 8), (100, 8), (8, 8)]);
+        k.submit_bio(bio(&k, 16, 8)); // back merge into the newest
+        k.submit_bio(bio(&k, 0, 8)); // (0..8) ends where the newest starts: front merge
+        assert_eq!(plugged(&k), vec![(0, 8), (100, 8), (0, 24)]);
+        assert_eq!(k.devs[0].stat.write_merges, 2);
+    }
+
+    #[test]
+    fn any_rule_merges_into_older_plugged_requests() {
+        let mut k = machine(&["run.plug_merge=any"]);
+        k.create_inode(0);
+        k.blk_start_plug(0);
+        k.submit_bio(bio(&k, 0, 8));
+        k.submit_bio(bio(&k, 100, 8));
+        k.submit_bio(bio(&k, 8, 8));
+        assert_eq!(plugged(&k), vec![(0, 16), (100, 8)]);
+    }
+
+    #[test]
+    fn plug_flushes_at_128k_and_at_32_requests() {
+        let mut k = machine(&["devices.sda.queue.nr_requests=1000"]);
+        k.blk_start_plug(0);
+        // a 128 KiB request is flushed when the next request is added
+        k.submit_bio(bio(&k, 0, 256));
+        k.submit_bio(bio(&k, 1000, 8));
+        assert_eq!(plugged(&k), vec![(1000, 8)]);
+        assert_eq!(k.unplug_depths, vec![1]);
+        // 32 small requests, then the 33rd flushes them
+        for i in 1..32 {
+            k.submit_bio(bio(&k, 1000 + i * 100, 8));
+        }
+        assert_eq!(plugged(&k).len(), 32);
+        k.submit_bio(bio(&k, 9999, 8));
+        assert_eq!(plugged(&k).len(), 1);
+        assert_eq!(k.unplug_depths, vec![1, 32]);
+        // size and segment limits stop merging
+        k.blk_finish_plug(0, true);
+        k.blk_start_plug(0);
+        k.submit_bio(bio(&k, 20000, 2560 - 8));
+        k.submit_bio(bio(&k, 20000 + 2552, 16)); // would exceed max_sectors (2560)
+                                                 // no merge: a new request, and the big one (>= 128 KiB) was flushed
+        assert_eq!(plugged(&k), vec![(22552, 16)]);
+        assert_eq!(*k.unplug_depths.last().unwrap(), 1);
+    }
+
+    #[test]
+    fn a_full_queue_makes_the_submitter_wait() {
+        let mut k = machine(&["devices.sda.queue.nr_requests=4"]);
+        // no plug: each bio is its own request; 4 tags
+        for i in 0..4 {
+            assert!(!k.submit_bio(bio(&k, i * 100, 8)), "tag {i} is free");
+        }
+        assert!(
+            k.submit_bio(bio(&k, 1000, 8)),
+            "the fifth must wait for a tag"
+        );
+        assert_eq!(k.devs[0].tag_waiters.len(), 1);
+        assert_eq!(k.devs[0].tags_used, 4);
+        // completions hand the tag to the waiter
+        while k.devs[0].tag_waiters.len() == 1 {
+            assert!(k.step());
+        }
+        assert_eq!(k.devs[0].tags_used, 4);
+        assert!(k.check_invariants().is_ok(), "{:?}", k.check_invariants());
     }
 }

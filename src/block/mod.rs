@@ -26,6 +26,8 @@ pub struct Bio {
     pub submit_time: Ns,
     /// Sectors per segment (a page-cache folio, at most max_segment_size).
     pub seg_sectors: u64,
+    /// For a member bio of an md device: the md bio it is part of.
+    pub parent: Option<BioId>,
     /// Pieces of this bio (after splitting) still in flight.
     pub remaining: u32,
 }
@@ -48,6 +50,12 @@ pub struct DiskStats {
 pub enum Backend {
     Throttled(Throtl),
     Disk(DiskState),
+    Ssd(crate::drivers::ssd::SsdState),
+    /// md RAID0: bio-based, remaps to member devices.
+    Raid0 {
+        members: Vec<usize>,
+        chunk_sectors: u64,
+    },
 }
 
 pub struct BlockDev {
@@ -79,6 +87,23 @@ impl Kernel {
                     latency,
                     queue_depth,
                 } => Backend::Disk(DiskState::new(bandwidth, iops, latency, queue_depth)),
+                DeviceKind::Ssd(m) => Backend::Ssd(crate::drivers::ssd::SsdState::new(m)),
+                DeviceKind::Raid0 {
+                    ref members,
+                    chunk_sectors,
+                } => Backend::Raid0 {
+                    members: members
+                        .iter()
+                        .map(|m| {
+                            self.sc
+                                .devices
+                                .iter()
+                                .position(|d| &d.name == m)
+                                .expect("validated")
+                        })
+                        .collect(),
+                    chunk_sectors,
+                },
             };
             self.devs.push(BlockDev {
                 name: d.name.clone(),
@@ -103,18 +128,68 @@ impl Kernel {
         let pid = bio.submitter;
         self.devs[dev].stat.bios_submitted += 1;
         let id = self.alloc_bio(bio);
-        if let Backend::Throttled(_) = self.devs[dev].backend {
-            self.blk_throtl_bio(dev, id);
-            false
-        } else {
-            self.blk_mq_submit_bio(Some(pid), id)
+        match &self.devs[dev].backend {
+            Backend::Throttled(_) => {
+                self.blk_throtl_bio(dev, id);
+                false
+            }
+            Backend::Raid0 {
+                members,
+                chunk_sectors,
+            } => {
+                // md raid0: split at chunk boundaries, remap, and submit the
+                // member bios in the caller's context (and plug)
+                let (members, chunk) = (members.clone(), *chunk_sectors);
+                let (sector, nr, seg) = {
+                    let b = self.bios[id].as_ref().expect("bio");
+                    (b.sector, b.nr_sectors, b.seg_sectors)
+                };
+                let pieces =
+                    crate::drivers::raid0::raid0_map(chunk, members.len() as u32, sector, nr);
+                self.bios[id].as_mut().expect("bio").remaining = pieces.len() as u32;
+                self.devs[dev].stat.in_flight += 1;
+                self.devs[dev].stat.requests_issued += 1;
+                let mut wait = false;
+                for (m, msector, mnr) in pieces {
+                    let mdev = members[m as usize];
+                    let child = Bio {
+                        dev: mdev,
+                        sector: msector,
+                        nr_sectors: mnr,
+                        seg_sectors: seg,
+                        parent: Some(id),
+                        remaining: 0,
+                        ..self.bios[id].clone().expect("bio")
+                    };
+                    self.devs[mdev].stat.bios_submitted += 1;
+                    let cid = self.alloc_bio(child);
+                    wait |= self.blk_mq_submit_bio(Some(pid), cid);
+                }
+                wait
+            }
+            _ => self.blk_mq_submit_bio(Some(pid), id),
         }
     }
 
-    /// `bio_endio` → end_page_writeback for every page of the bio.
+    /// `bio_endio` → end_page_writeback for every page of the bio (or, for
+    /// a member bio of an md device, one piece of its parent done).
     pub fn bio_endio(&mut self, id: BioId) {
         let b = self.free_bio(id);
         self.devs[b.dev].stat.bios_completed += 1;
+        if let Some(parent) = b.parent {
+            let p = self.bios[parent].as_mut().expect("parent bio");
+            p.remaining -= 1;
+            if p.remaining == 0 {
+                let dev = p.dev;
+                let sectors = p.nr_sectors;
+                let st = &mut self.devs[dev].stat;
+                st.in_flight -= 1;
+                st.write_ios += 1;
+                st.write_sectors += sectors;
+                self.bio_endio(parent);
+            }
+            return;
+        }
         self.end_writeback_range(b.ino, b.npages);
     }
 }

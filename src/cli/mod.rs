@@ -281,6 +281,9 @@ fn print_human(r: &crate::output::RunResult, out: &std::path::Path) {
             j.name, j.tasks, j.aggregate_mib_s, j.per_task_mib_s.p50, j.voluntary_cs_per_task_s.p50
         );
     }
+    if !r.fs_mark.is_empty() {
+        print!("{}", r.fs_mark);
+    }
     for d in &s.devices {
         println!(
             "  dev {:<10} {:>8.2} MiB/s written, {:.1} IOPS, avg request {:.1} KiB",

@@ -63,6 +63,7 @@ impl Kernel {
                 submitter: pid,
                 submit_time: self.now(),
                 seg_sectors,
+                parent: None,
                 remaining: 0,
             };
             must_wait |= self.submit_bio(bio);

@@ -480,9 +480,11 @@ impl Kernel {
     /// last CPU burst, then build the next one, or finish.
     pub fn wb_pass_step(&mut self, pid: Pid, wb: WbId, p: &mut WbPass) -> PassStep {
         let mut wait = false;
-        for (ino, start, n) in std::mem::take(&mut p.pending) {
+        let mut pending = std::mem::take(&mut p.pending);
+        for (ino, start, n) in pending.drain(..) {
             wait |= self.ext4_submit_pages(pid, ino, start, n);
         }
+        p.pending = pending; // keep the buffer
         if wait {
             return PassStep::WaitTag;
         }
@@ -494,7 +496,13 @@ impl Kernel {
         loop {
             if let Some(iw) = p.inode.as_mut() {
                 if iw.nr_to_write > 0 {
-                    if let Some((start, n)) = self.ext4_next_run(iw.ino, iw.cursor, iw.nr_to_write as u64, iw.cycled, iw.start_index) {
+                    if let Some((start, n)) = self.ext4_next_run(
+                        iw.ino,
+                        iw.cursor,
+                        iw.nr_to_write as u64,
+                        iw.cycled,
+                        iw.start_index,
+                    ) {
                         iw.cursor = start + n;
                         iw.nr_to_write -= n as i64;
                         self.start_writeback_range(iw.ino, n);
@@ -566,6 +574,7 @@ impl Kernel {
             }
             let idx = self.inodes[ino].writeback_index;
             let plug = self.blk_start_plug(pid);
+            burst += self.sc.machine.cost.writepages_inode;
             p.inode = Some(InodeWb {
                 ino,
                 plug,

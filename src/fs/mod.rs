@@ -60,7 +60,11 @@ pub struct SuperBlock {
 impl SuperBlock {
     /// Sectors allocated so far.
     pub fn used_sectors(&self) -> u64 {
-        self.ag_cursor.iter().enumerate().map(|(i, c)| c - (i as u64 * self.ag_sectors + 2048)).sum()
+        self.ag_cursor
+            .iter()
+            .enumerate()
+            .map(|(i, c)| c - (i as u64 * self.ag_sectors + 2048))
+            .sum()
     }
 }
 
@@ -101,7 +105,9 @@ impl Kernel {
                 wb: wb_id,
                 s_dev: (major, minor),
                 max_folio_pages: (f.max_folio / ps).max(1),
-                ag_cursor: (0..f.agcount as u64).map(|a| a * (self.sc.devices[f.device].size / 512 / f.agcount as u64) + 2048).collect(),
+                ag_cursor: (0..f.agcount as u64)
+                    .map(|a| a * (self.sc.devices[f.device].size / 512 / f.agcount as u64) + 2048)
+                    .collect(),
                 ag_sectors: self.sc.devices[f.device].size / 512 / f.agcount as u64,
                 next_ino: 12,
             });

@@ -44,6 +44,8 @@ pub enum Ev {
     ThrotlDispatch { bio: u32 },
     /// A disk-model device finishes its current transfer.
     DiskXfer { dev: u32 },
+    /// A request completes on a device that timed it at submission (SSD).
+    ReqDone { rq: u32 },
     /// Periodic sampling of counters for the summary.
     Sample,
     /// The end of the run.
@@ -115,6 +117,9 @@ pub struct Task {
     pub wchar: u64,
     /// Files created (fs_mark).
     pub files_created: u64,
+    /// System time incurred outside a burst (request dispatch), added to
+    /// the task's next burst.
+    pub owed_sys: Ns,
     pub job: Option<usize>,
 }
 
@@ -239,6 +244,7 @@ impl Kernel {
             legacy_pages_written: 0,
             wchar: 0,
             files_created: 0,
+            owed_sys: 0,
             job,
         });
         idx
@@ -267,6 +273,14 @@ impl Kernel {
             Ev::BwDwork { wb } => self.wb_update_bandwidth_dwork(wb as usize),
             Ev::ThrotlDispatch { bio } => self.blk_throtl_dispatch(bio as usize),
             Ev::DiskXfer { dev } => self.disk_xfer_done(dev as usize),
+            Ev::ReqDone { rq } => {
+                let q = self.reqs[rq as usize]
+                    .as_ref()
+                    .map(|r| r.queued)
+                    .unwrap_or(0);
+                let service = self.now() - q;
+                self.request_done(rq as usize, service)
+            }
             Ev::Sample => {
                 self.sample();
                 let next = self.now() + self.sc.run.sample_interval;

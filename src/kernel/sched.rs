@@ -56,7 +56,8 @@ impl Kernel {
             match self.task_step(pid) {
                 Action::Cpu { user, sys } => {
                     let t = &mut self.tasks[pid];
-                    t.burst_left = user + sys + w;
+                    let owed = std::mem::take(&mut t.owed_sys);
+                    t.burst_left = user + sys + w + owed;
                     t.burst_user_left = user;
                 }
                 other => {
@@ -156,7 +157,8 @@ impl Kernel {
         match action {
             Action::Cpu { user, sys } => {
                 let t = &mut self.tasks[pid];
-                t.burst_left = (user + sys).max(1);
+                let owed = std::mem::take(&mut t.owed_sys);
+                t.burst_left = (user + sys + owed).max(1);
                 t.burst_user_left = user;
                 // Continue on the same CPU unless the slice is used up and
                 // others wait.

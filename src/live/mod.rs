@@ -123,8 +123,11 @@ pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
     for d in &sc.devices {
         match d.kind {
             DeviceKind::Throttled { .. } => {}
-            DeviceKind::Disk { .. } => {
-                return Err(LiveError::Refused(format!("device `{}` is a modelled disk; live mode builds only `throttled` devices (a capped loop device)", d.name)))
+            _ => {
+                return Err(LiveError::Refused(format!(
+                    "device `{}` is a modelled device; live mode builds only `throttled` devices (a capped loop device)",
+                    d.name
+                )))
             }
         }
         if d.bdi.write_bandwidth.is_some()
@@ -145,8 +148,15 @@ pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
             "no writable cgroup v1 blkio throttle at {BLKIO_THROTTLE} (cgroup v2 io.max is not supported by live mode yet)"
         )));
     }
-    if let Some(j) = sc.jobs.iter().find(|j| !matches!(j.kind, JobKind::Dd { .. })) {
-        return Err(LiveError::Refused(format!("job `{}` is fs_mark; live mode runs dd jobs only so far", j.name)));
+    if let Some(j) = sc
+        .jobs
+        .iter()
+        .find(|j| !matches!(j.kind, JobKind::Dd { .. }))
+    {
+        return Err(LiveError::Refused(format!(
+            "job `{}` is fs_mark; live mode runs dd jobs only so far",
+            j.name
+        )));
     }
     if sc.run.dirty_throttle != crate::scenario::ThrottlePolicy::IoLess {
         return Err(LiveError::Refused(format!(
@@ -435,7 +445,9 @@ pub fn run(
             .filter(|j| sc.filesystems[j.filesystem].device == i);
         let mut bytes: u64 = 0;
         for j in fs_jobs {
-            let JobKind::Dd { size, .. } = j.kind else { unreachable!("refused in preflight") };
+            let JobKind::Dd { size, .. } = j.kind else {
+                unreachable!("refused in preflight")
+            };
             let t = j.runtime.unwrap_or(sc.run.duration).min(sc.run.duration);
             let cap = (write_bps as u128 * t as u128 / NSEC_PER_SEC as u128) as u64 + (256 << 20);
             bytes += size
@@ -537,7 +549,9 @@ pub fn run(
     // the writers
     let mut writers: Vec<Writer> = Vec::new();
     for j in &sc.jobs {
-        let JobKind::Dd { bs, size } = j.kind else { unreachable!("refused in preflight") };
+        let JobKind::Dd { bs, size } = j.kind else {
+            unreachable!("refused in preflight")
+        };
         for k in 0..j.numjobs {
             let file = mnts[j.filesystem].join(format!("{}.{k}", j.name));
             let mut args = vec![
@@ -682,6 +696,7 @@ pub fn run(
     let _ = NSEC_PER_MSEC;
     Ok(RunResult {
         summary,
+        fs_mark: String::new(),
         trace_text,
         vmstat: vm_text,
         wall_s: t_wall.elapsed().as_secs_f64(),

@@ -20,6 +20,8 @@ pub struct VmSample {
 
 #[derive(Clone, Debug, Default)]
 pub struct TaskSnap {
+    /// Files created (fs_mark).
+    pub files: u64,
     /// Writeback passes a dirtier ran itself, and the pages they wrote
     /// (legacy throttling; the kernel does not expose these, so live runs
     /// leave them at 0).
@@ -87,6 +89,7 @@ impl Kernel {
     fn task_snap(&self, i: usize) -> TaskSnap {
         let t = &self.tasks[i];
         TaskSnap {
+            files: t.files_created,
             writeback_calls: t.legacy_writeback_calls,
             writeback_pages: t.legacy_pages_written,
             wchar: t.wchar,
@@ -250,6 +253,8 @@ pub struct JobSummary {
     /// throttling), and the MiB/s they wrote.
     pub dirtier_writeback_calls_s: f64,
     pub dirtier_writeback_mib_s: f64,
+    /// Files created per second in the window (fs_mark).
+    pub files_per_s: f64,
 }
 
 #[derive(Serialize, Debug)]
@@ -331,6 +336,7 @@ impl Summary {
                 .collect();
             let user: u64 = ts.iter().map(|t| t.end.utime - t.start.utime).sum();
             let sys: u64 = ts.iter().map(|t| t.end.stime - t.start.stime).sum();
+            let files: u64 = ts.iter().map(|t| t.end.files - t.start.files).sum();
             let wb_calls: u64 = ts
                 .iter()
                 .map(|t| t.end.writeback_calls - t.start.writeback_calls)
@@ -354,6 +360,7 @@ impl Summary {
                 cpu_system: r3(per_s(sys) / NSEC_PER_SEC as f64),
                 dirtier_writeback_calls_s: r3(per_s(wb_calls)),
                 dirtier_writeback_mib_s: r3(per_s(wb_pages * o.page_size) / MIB),
+                files_per_s: r3(per_s(files)),
             });
         }
         let devices = o

@@ -4,12 +4,13 @@
 //! pages as a set of ranges and counts the rest.
 
 use crate::kernel::{InodeId, Kernel, Pid};
-use std::collections::BTreeMap;
 
-/// A set of disjoint half-open page ranges `[start, end)`.
+/// A set of disjoint half-open page ranges `[start, end)`, kept as a
+/// sorted vector: inodes have few dirty ranges (an appending writer has
+/// one), and an empty set allocates nothing.
 #[derive(Clone, Debug, Default)]
 pub struct RangeSet {
-    map: BTreeMap<u64, u64>,
+    v: Vec<(u64, u64)>,
     count: u64,
 }
 
@@ -20,11 +21,15 @@ impl RangeSet {
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
+    /// Index of the first range whose end is after `x`.
+    fn first_ending_after(&self, x: u64) -> usize {
+        self.v.partition_point(|&(_, b)| b <= x)
+    }
     /// Pages of `[s, e)` already in the set.
     pub fn overlap(&self, s: u64, e: u64) -> u64 {
         let mut n = 0;
-        for (&a, &b) in self.map.range(..e).rev() {
-            if b <= s {
+        for &(a, b) in &self.v[self.first_ending_after(s)..] {
+            if a >= e {
                 break;
             }
             n += b.min(e) - a.max(s);
@@ -37,20 +42,16 @@ impl RangeSet {
             return 0;
         }
         let before = self.overlap(s, e);
+        // ranges that touch or overlap [s, e) are merged into one
+        let lo = self.v.partition_point(|&(_, b)| b < s);
+        let mut hi = lo;
         let (mut ns, mut ne) = (s, e);
-        let touching: Vec<(u64, u64)> = self
-            .map
-            .range(..=e)
-            .rev()
-            .take_while(|(_, &b)| b >= s)
-            .map(|(&a, &b)| (a, b))
-            .collect();
-        for (a, b) in touching {
-            self.map.remove(&a);
-            ns = ns.min(a);
-            ne = ne.max(b);
+        while hi < self.v.len() && self.v[hi].0 <= e {
+            ns = ns.min(self.v[hi].0);
+            ne = ne.max(self.v[hi].1);
+            hi += 1;
         }
-        self.map.insert(ns, ne);
+        self.v.splice(lo..hi, std::iter::once((ns, ne)));
         let added = (e - s) - before;
         self.count += added;
         added
@@ -58,32 +59,29 @@ impl RangeSet {
     /// Remove and return the first contiguous run at or after `idx`, at most
     /// `max` pages long.
     pub fn take_from(&mut self, idx: u64, max: u64) -> Option<(u64, u64)> {
-        // a range that contains idx, or the first one after it
-        let (a, b) = match self.map.range(..=idx).next_back() {
-            Some((&a, &b)) if b > idx => (a, b),
-            _ => {
-                let (&a, &b) = self.map.range(idx..).next()?;
-                (a, b)
-            }
-        };
+        let i = self.first_ending_after(idx);
+        let &(a, b) = self.v.get(i)?;
         let s = a.max(idx);
         let e = b.min(s + max);
-        self.map.remove(&a);
-        if a < s {
-            self.map.insert(a, s);
-        }
-        if e < b {
-            self.map.insert(e, b);
+        match (a < s, e < b) {
+            (false, false) => {
+                self.v.remove(i);
+            }
+            (true, false) => self.v[i].1 = s,
+            (false, true) => self.v[i].0 = e,
+            (true, true) => {
+                self.v[i].1 = s;
+                self.v.insert(i + 1, (e, b));
+            }
         }
         self.count -= e - s;
         Some((s, e - s))
     }
     /// The first page at or after `idx` in the set.
     pub fn next_at_or_after(&self, idx: u64) -> Option<u64> {
-        match self.map.range(..=idx).next_back() {
-            Some((_, &b)) if b > idx => Some(idx),
-            _ => self.map.range(idx..).next().map(|(&a, _)| a),
-        }
+        self.v
+            .get(self.first_ending_after(idx))
+            .map(|&(a, _)| a.max(idx))
     }
 }
 

@@ -45,6 +45,11 @@ pub struct CpuCost {
     pub bio_submit: Ns,
     /// Creating a file: inode allocation, directory entry (open O_CREAT).
     pub file_create: Ns,
+    /// Flusher: per inode ->writepages call (mapping, block allocation).
+    pub writepages_inode: Ns,
+    /// Issuing one request to a driver (allocation, queue_rq, completion),
+    /// charged to the task that issues it.
+    pub rq_dispatch: Ns,
     /// Per balance_dirty_pages() call (the throttle computation).
     pub bdp_call: Ns,
     /// A wakeup plus a context switch in.
@@ -97,6 +102,14 @@ pub enum DeviceKind {
     /// A blk-throttle write cap (`blkio.throttle.write_bps_device`) over a
     /// store that completes instantly: the host rig's loop device on tmpfs.
     Throttled { write_bps: u64, read_bps: u64 },
+    /// An SSD (drivers/ssd.rs): parallel channels, per-IO cost, bandwidth
+    /// and a volatile write cache.
+    Ssd(crate::drivers::ssd::SsdModel),
+    /// md RAID0 over member devices, striped in `chunk` bytes.
+    Raid0 {
+        members: Vec<String>,
+        chunk_sectors: u64,
+    },
     /// A simple disk: bandwidth, IOPS, completion latency, queue depth.
     Disk {
         bandwidth: u64,
@@ -204,12 +217,17 @@ impl FsMarkArgs {
         let mut i = 0;
         let num = |v: Option<&&str>, flag: &str| -> Result<u64, String> {
             let v = v.ok_or_else(|| format!("fs_mark flag `{flag}` needs a number"))?;
-            v.parse::<u64>().map_err(|_| format!("fs_mark flag `{flag}`: `{v}` is not a number"))
+            v.parse::<u64>()
+                .map_err(|_| format!("fs_mark flag `{flag}`: `{v}` is not a number"))
         };
         while i < toks.len() {
             let t = toks[i];
             // flags may be glued to their value: -S0, -n5000
-            let (flag, glued) = if t.len() > 2 && t.starts_with('-') { (&t[..2], Some(&t[2..])) } else { (t, None) };
+            let (flag, glued) = if t.len() > 2 && t.starts_with('-') {
+                (&t[..2], Some(&t[2..]))
+            } else {
+                (t, None)
+            };
             let mut val = || -> Option<&str> {
                 if let Some(g) = glued {
                     Some(g)
@@ -219,7 +237,11 @@ impl FsMarkArgs {
                 }
             };
             match flag {
-                "-d" => a.dirs.push(val().ok_or("fs_mark flag `-d` needs a directory")?.to_string()),
+                "-d" => a.dirs.push(
+                    val()
+                        .ok_or("fs_mark flag `-d` needs a directory")?
+                        .to_string(),
+                ),
                 "-D" => a.subdirs = num(val().as_ref(), "-D")?,
                 "-n" => a.files = num(val().as_ref(), "-n")?,
                 "-s" => a.size = num(val().as_ref(), "-s")?,
@@ -231,7 +253,11 @@ impl FsMarkArgs {
                         return Err(format!("fs_mark `-S{v}`: only -S0 (no sync) is modelled"));
                     }
                 }
-                f => return Err(format!("fs_mark flag `{f}` is not supported; expected -d, -D, -n, -s, -S0, -L, -t")),
+                f => {
+                    return Err(format!(
+                        "fs_mark flag `{f}` is not supported; expected -d, -D, -n, -s, -S0, -L, -t"
+                    ))
+                }
             }
             i += 1;
         }
@@ -584,6 +610,8 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         writeback_per_page: r.cost("machine.cost.writeback_per_page", 150)?,
         bio_submit: r.cost("machine.cost.bio_submit", 2 * NSEC_PER_USEC)?,
         file_create: r.cost("machine.cost.file_create", 15 * NSEC_PER_USEC)?,
+        writepages_inode: r.cost("machine.cost.writepages_inode", 5 * NSEC_PER_USEC)?,
+        rq_dispatch: r.cost("machine.cost.rq_dispatch", 5 * NSEC_PER_USEC)?,
         bdp_call: r.cost("machine.cost.bdp_call", NSEC_PER_USEC)?,
         wakeup: r.cost("machine.cost.wakeup", 3 * NSEC_PER_USEC)?,
         wakeup_jitter: r.cost("machine.cost.wakeup_jitter", 30 * NSEC_PER_USEC)?,
@@ -657,7 +685,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     let (mut n_loop, mut n_sd) = (0u32, 0u32);
     for (dname, dorigin) in r.raw.names_under("devices") {
         let p = |k: &str| format!("devices.{dname}.{k}");
-        let (ty, tye) = match r.choice(&p("type"), &["throttled", "disk"])? {
+        let (ty, tye) = match r.choice(&p("type"), &["throttled", "disk", "ssd", "raid0"])? {
             Some(x) => (x.0, x.1.origin),
             None => return err(&dorigin, format!("device `{dname}` has no `type`; expected `type = \"throttled\"` or `type = \"disk\"`")),
         };
@@ -678,6 +706,94 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             DeviceKind::Throttled {
                 write_bps,
                 read_bps,
+            }
+        } else if ty == "ssd" {
+            let d = crate::drivers::ssd::SsdModel::default();
+            DeviceKind::Ssd(crate::drivers::ssd::SsdModel {
+                channels: r
+                    .uint(&p("channels"), 1, 1024)?
+                    .map(|x| x.0 as u32)
+                    .unwrap_or(d.channels),
+                per_io: r.duration(&p("per_io"))?.map(|x| x.0).unwrap_or(d.per_io),
+                bandwidth: match r.rate(&p("bandwidth"))? {
+                    Some((0, e)) => return err(&e.origin, "`bandwidth` must be > 0"),
+                    Some((v, _)) => v,
+                    None => d.bandwidth,
+                },
+                write_cache: match r.take(&p("write_cache")) {
+                    None => d.write_cache,
+                    Some(e) => match e.val {
+                        RawVal::Bool(b) => b,
+                        v => {
+                            return err(
+                                &e.origin,
+                                format!(
+                                    "`write_cache`: found {}; expected true or false",
+                                    v.describe()
+                                ),
+                            )
+                        }
+                    },
+                },
+                cache_bytes: r.size(&p("cache"))?.map(|x| x.0).unwrap_or(d.cache_bytes),
+                flush_bandwidth: match r.rate(&p("flush_bandwidth"))? {
+                    Some((0, e)) => return err(&e.origin, "`flush_bandwidth` must be > 0"),
+                    Some((v, _)) => v,
+                    None => d.flush_bandwidth,
+                },
+            })
+        } else if ty == "raid0" {
+            let members =
+                match r.take(&p("members")) {
+                    Some(Entry {
+                        val: RawVal::Array(a),
+                        origin,
+                        ..
+                    }) => {
+                        let mut m = Vec::new();
+                        for v in a {
+                            match v {
+                                RawVal::Str(s) => m.push(s),
+                                v => {
+                                    return err(
+                                        &origin,
+                                        format!(
+                                            "`members` contains {}; expected device names",
+                                            v.describe()
+                                        ),
+                                    )
+                                }
+                            }
+                        }
+                        if m.len() < 2 {
+                            return err(&origin, "`members` needs at least two devices");
+                        }
+                        m
+                    }
+                    Some(e) => return err(
+                        &e.origin,
+                        "`members`: expected an array of device names, e.g. [\"ssd0\", \"ssd1\"]",
+                    ),
+                    None => {
+                        return err(
+                            &tye,
+                            format!("raid0 device `{dname}` needs `members = [\"DEV\", ...]`"),
+                        )
+                    }
+                };
+            let chunk_sectors = match r.size(&p("chunk"))? {
+                Some((c, e)) if c < 4096 || !c.is_power_of_two() => {
+                    return err(
+                        &e.origin,
+                        format!("`chunk` = {c}; expected a power of two ≥ 4k"),
+                    )
+                }
+                Some((c, _)) => c / 512,
+                None => crate::drivers::raid0::DEFAULT_CHUNK_SECTORS,
+            };
+            DeviceKind::Raid0 {
+                members,
+                chunk_sectors,
             }
         } else {
             let bandwidth = match r.rate(&p("bandwidth"))? {
@@ -706,10 +822,17 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 n_loop += 1;
                 (7, n_loop - 1)
             }
-            DeviceKind::Disk { .. } => {
+            DeviceKind::Disk { .. } | DeviceKind::Ssd(_) => {
                 n_sd += 1;
                 (8, (n_sd - 1) * 16)
             }
+            DeviceKind::Raid0 { .. } => (
+                9,
+                devices
+                    .iter()
+                    .filter(|d: &&Device| matches!(d.kind, DeviceKind::Raid0 { .. }))
+                    .count() as u32,
+            ),
         };
         let (major, minor) = match r.string(&p("devno"), "\"MAJOR:MINOR\" such as \"7:0\"")? {
             None => (dmaj, dmin),
@@ -734,7 +857,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             .map(|x| x.0)
             .unwrap_or(match &kind {
                 DeviceKind::Throttled { .. } => 1280,
-                DeviceKind::Disk { .. } => 32767,
+                _ => 32767,
             });
         let max_sectors_kb = match r.uint(&p("queue.max_sectors_kb"), 4, 1 << 20)? {
             Some((v, e)) if v > max_hw => {
@@ -754,6 +877,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         let default_nr = match &kind {
             DeviceKind::Throttled { .. } => 128,
             DeviceKind::Disk { queue_depth, .. } => *queue_depth,
+            DeviceKind::Ssd(_) | DeviceKind::Raid0 { .. } => 32, // AHCI NCQ depth
         };
         let nr_requests = r
             .uint(&p("queue.nr_requests"), 4, 65536)?
@@ -815,6 +939,46 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     // filesystems
     let mut filesystems = Vec::new();
     let mut used = vec![false; devices.len()];
+    let raid_members: Vec<(usize, Vec<String>)> = devices
+        .iter()
+        .enumerate()
+        .filter_map(|(i, d)| match &d.kind {
+            DeviceKind::Raid0 { members, .. } => Some((i, members.clone())),
+            _ => None,
+        })
+        .collect();
+    for (i, members) in &raid_members {
+        let origin = r
+            .raw
+            .tables
+            .get(&format!("devices.{}", devices[*i].name))
+            .cloned()
+            .unwrap_or(Origin::Builtin);
+        for m in members {
+            match devices.iter().position(|d| &d.name == m) {
+                Some(j)
+                    if matches!(
+                        devices[j].kind,
+                        DeviceKind::Ssd(_) | DeviceKind::Disk { .. }
+                    ) && !used[j] =>
+                {
+                    used[j] = true
+                }
+                Some(_) => {
+                    return err(
+                        &origin,
+                        format!("raid0 member `{m}` must be an unused `ssd` or `disk` device"),
+                    )
+                }
+                None => {
+                    return err(
+                        &origin,
+                        format!("raid0 member `{m}` is not a defined device"),
+                    )
+                }
+            }
+        }
+    }
     for (fname, forigin) in r.raw.names_under("filesystems") {
         let p = |k: &str| format!("filesystems.{fname}.{k}");
         let kind = match r.choice(&p("type"), &["ext4", "xfs"])? {
@@ -848,7 +1012,10 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             Some((v, _)) => v,
             None => 0, // resolved below from the policy
         };
-        let agcount = r.uint(&p("agcount"), 1, 4096)?.map(|x| x.0 as u32).unwrap_or(4);
+        let agcount = r
+            .uint(&p("agcount"), 1, 4096)?
+            .map(|x| x.0 as u32)
+            .unwrap_or(4);
         filesystems.push(Filesystem {
             name: fname,
             kind,
@@ -949,7 +1116,9 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             None => {
                 return err(
                     &jorigin,
-                    format!("job `{jname}` has no `type`; expected `type = \"dd\"` or `type = \"fs_mark\"`"),
+                    format!(
+                    "job `{jname}` has no `type`; expected `type = \"dd\"` or `type = \"fs_mark\"`"
+                ),
                 )
             }
         };

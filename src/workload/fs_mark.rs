@@ -120,9 +120,13 @@ impl Kernel {
                     let files = until.div_ceil(pages).clamp(1, left_in_run.min(64));
                     let c = &self.sc.machine.cost;
                     let kib = files * f.size.div_ceil(1024);
-                    let sys = files * (3 * c.syscall + c.file_create + pages * c.page_cache_insert) + kib * c.copy_per_kib;
+                    let sys = files * (3 * c.syscall + c.file_create + pages * c.page_cache_insert)
+                        + kib * c.copy_per_kib;
                     f.stage = Stage::Creating { files };
-                    return Action::Cpu { user: files * c.syscall, sys };
+                    return Action::Cpu {
+                        user: files * c.syscall,
+                        sys,
+                    };
                 }
             }
         }
@@ -134,7 +138,12 @@ impl Kernel {
         let fsuse = {
             let fs = &self.sc.filesystems[self.sc.jobs[job].filesystem];
             let dev = &self.sc.devices[fs.device];
-            let used: u64 = self.sbs.iter().filter(|s| s.dev == fs.device).map(|s| s.used_sectors()).sum();
+            let used: u64 = self
+                .sbs
+                .iter()
+                .filter(|s| s.dev == fs.device)
+                .map(|s| s.used_sectors())
+                .sum();
             (used * 512 * 100 / dev.size.max(1)).min(100)
         };
         let j = &mut self.fsmark[job];
@@ -151,7 +160,14 @@ impl Kernel {
             j.files += n;
             let t0 = if l == 0 { j.start } else { j.loop_end[l - 1] };
             let secs = (now - t0).max(1) as f64 / 1e9;
-            j.lines.push(format!("{:>6} {:>12} {:>10} {:>16.1} {:>12}", fsuse, j.files, a.size, n as f64 / secs, 0));
+            j.lines.push(format!(
+                "{:>6} {:>12} {:>10} {:>16.1} {:>12}",
+                fsuse,
+                j.files,
+                a.size,
+                n as f64 / secs,
+                0
+            ));
             if l as u64 + 1 == a.loops {
                 j.finished_at = Some(now);
             }

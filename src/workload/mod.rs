@@ -24,10 +24,20 @@ impl Kernel {
                             // XFS puts each new directory in the next AG
                             let ag = di as u32 % agcount;
                             let t = fs_mark::FsMarkThread::new(ji, sb, ag, args);
-                            let pid = self.new_task("fs_mark".into(), Body::FsMark(Box::new(t)), Some(ji));
+                            let pid = self.new_task(
+                                "fs_mark".into(),
+                                Body::FsMark(Box::new(t)),
+                                Some(ji),
+                            );
                             self.tasks[pid].gen += 1;
                             let gen = self.tasks[pid].gen;
-                            self.q.schedule(job.start, crate::kernel::Ev::Wake { pid: pid as u32, gen });
+                            self.q.schedule(
+                                job.start,
+                                crate::kernel::Ev::Wake {
+                                    pid: pid as u32,
+                                    gen,
+                                },
+                            );
                         }
                     }
                 }
