@@ -79,7 +79,9 @@ impl Kernel {
         for d in self.sc.devices.clone() {
             let backend = match d.kind {
                 DeviceKind::Throttled { write_bps, .. } => {
-                    Backend::Throttled(Throtl::new(write_bps))
+                    let comm = format!("kworker/{}:1H", self.devs.len());
+                    let disp = self.new_task(comm, crate::kernel::Body::Kworker, None);
+                    Backend::Throttled(Throtl::new(write_bps, disp))
                 }
                 DeviceKind::Disk {
                     bandwidth,
@@ -129,10 +131,7 @@ impl Kernel {
         self.devs[dev].stat.bios_submitted += 1;
         let id = self.alloc_bio(bio);
         match &self.devs[dev].backend {
-            Backend::Throttled(_) => {
-                self.blk_throtl_bio(dev, id);
-                false
-            }
+            Backend::Throttled(_) => self.blk_throtl_bio(dev, id, pid),
             Backend::Raid0 {
                 members,
                 chunk_sectors,

@@ -40,8 +40,8 @@ pub enum Ev {
     WriteoutPeriod,
     /// `wb->bw_dwork`: delayed bandwidth update after an inode's writeback ends.
     BwDwork { wb: u32 },
-    /// blk-throttle releases a bio to the device's queue.
-    ThrotlDispatch { bio: u32 },
+    /// blk-throttle's pending timer: release the bios whose budget is there.
+    ThrotlTimer { dev: u32 },
     /// A disk-model device finishes its current transfer.
     DiskXfer { dev: u32 },
     /// A request completes on a device that timed it at submission (SSD).
@@ -66,6 +66,9 @@ pub enum Action {
 }
 
 pub enum Body {
+    /// A kernel worker whose work is done in event handlers (it only holds
+    /// a plug and may be woken).
+    Kworker,
     Dd(Box<DdWriter>),
     FsMark(Box<crate::workload::fs_mark::FsMarkThread>),
     Flusher(Box<FlusherState>),
@@ -213,7 +216,7 @@ impl Kernel {
     pub fn new_task(&mut self, comm: String, body: Body, job: Option<usize>) -> Pid {
         let idx = self.tasks.len();
         let pid = match body {
-            Body::Flusher(_) => 200 + idx as u32,
+            Body::Flusher(_) | Body::Kworker => 200 + idx as u32,
             Body::Dd(_) | Body::FsMark(_) => 1000 + idx as u32,
         };
         let cpu = idx % self.cpus.len();
@@ -271,7 +274,7 @@ impl Kernel {
             Ev::WbWorkfn { wb, gen } => self.wb_workfn_fire(wb as usize, gen),
             Ev::WriteoutPeriod => self.writeout_period(),
             Ev::BwDwork { wb } => self.wb_update_bandwidth_dwork(wb as usize),
-            Ev::ThrotlDispatch { bio } => self.blk_throtl_dispatch(bio as usize),
+            Ev::ThrotlTimer { dev } => self.blk_throtl_timer(dev as usize),
             Ev::DiskXfer { dev } => self.disk_xfer_done(dev as usize),
             Ev::ReqDone { rq } => {
                 let q = self.reqs[rq as usize]

@@ -242,6 +242,7 @@ impl Kernel {
                 let a = self.dd_step(pid, &mut d);
                 (super::Body::Dd(d), a)
             }
+            super::Body::Kworker => (super::Body::Kworker, Action::Block),
             super::Body::FsMark(mut f) => {
                 let a = self.fs_mark_step(pid, &mut f);
                 (super::Body::FsMark(f), a)
