@@ -5,6 +5,7 @@
 
 pub mod blk_mq;
 pub mod blk_throttle;
+pub mod mq_deadline;
 
 use crate::drivers::disk::DiskState;
 use crate::kernel::{BioId, InodeId, Kernel, Pid};
@@ -51,6 +52,8 @@ pub enum Backend {
     Throttled(Throtl),
     Disk(DiskState),
     Ssd(crate::drivers::ssd::SsdState),
+    /// A rotating disk, served FIFO in dispatch order.
+    Hdd(crate::drivers::hdd::HddState),
     /// md RAID0: bio-based, remaps to member devices.
     Raid0 {
         members: Vec<usize>,
@@ -60,6 +63,9 @@ pub enum Backend {
 
 pub struct BlockDev {
     pub name: String,
+    /// queue/scheduler: with mq-deadline, requests waiting for the driver
+    /// take bio and insert merges and are dispatched in sector order.
+    pub elevator: crate::scenario::Elevator,
     pub major: u32,
     pub minor: u32,
     /// queue/max_sectors_kb in sectors.
@@ -90,6 +96,7 @@ impl Kernel {
                     queue_depth,
                 } => Backend::Disk(DiskState::new(bandwidth, iops, latency, queue_depth)),
                 DeviceKind::Ssd(m) => Backend::Ssd(crate::drivers::ssd::SsdState::new(m)),
+                DeviceKind::Hdd(m) => Backend::Hdd(crate::drivers::hdd::HddState::new(m)),
                 DeviceKind::Raid0 {
                     ref members,
                     chunk_sectors,
@@ -114,6 +121,7 @@ impl Kernel {
                 max_sectors: d.queue.max_sectors_kb * 2,
                 max_segments: d.queue.max_segments,
                 nr_requests: d.queue.nr_requests,
+                elevator: d.queue.scheduler,
                 tags_used: 0,
                 tag_waiters: Default::default(),
                 stat: DiskStats::default(),

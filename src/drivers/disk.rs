@@ -13,8 +13,12 @@ pub struct DiskState {
     pub iops: u64,
     pub latency: Ns,
     pub queue_depth: u32,
-    queue: VecDeque<(ReqId, u64, Ns)>,
+    /// Requests waiting for a slot (the scheduler's queue; see
+    /// block/mq_deadline.rs for the order and the merges they take).
+    pub(crate) queue: VecDeque<ReqId>,
     inflight: u32,
+    /// Where the last dispatched request ended (mq-deadline's sweep).
+    next_pos: u64,
     pipe_free: Ns,
     /// (completion time, request, sectors, service time), in completion order.
     done: VecDeque<(Ns, ReqId, u64, Ns)>,
@@ -29,6 +33,7 @@ impl DiskState {
             queue_depth,
             queue: VecDeque::new(),
             inflight: 0,
+            next_pos: 0,
             pipe_free: 0,
             done: VecDeque::new(),
         }
@@ -50,20 +55,34 @@ impl Kernel {
         }
     }
 
-    pub fn disk_queue_rq(&mut self, dev: DevId, rq: ReqId, sectors: u64) {
-        let now = self.now();
-        self.disk(dev).queue.push_back((rq, sectors, now));
+    /// Queue a request (`blk_mq_sched_insert_request`): it may merge into
+    /// a waiting one, else it waits for a slot.
+    pub fn disk_queue_rq(&mut self, dev: DevId, rq: ReqId) {
+        if self.dd_insert_merge(dev, rq) {
+            return;
+        }
+        self.disk(dev).queue.push_back(rq);
         self.disk_dispatch(dev);
     }
 
     fn disk_dispatch(&mut self, dev: DevId) {
         let now = self.now();
         let mut schedule = Vec::new();
-        let d = self.disk(dev);
-        while d.inflight < d.queue_depth {
-            let Some((rq, sectors, queued)) = d.queue.pop_front() else {
+        loop {
+            let d = self.disk(dev);
+            if d.inflight >= d.queue_depth {
+                break;
+            }
+            let next_pos = d.next_pos;
+            let Some(rq) = self.dd_dispatch(dev, next_pos) else {
                 break;
             };
+            let (sectors, queued, end_pos) = {
+                let r = self.reqs[rq].as_ref().expect("rq");
+                (r.nr_sectors, r.queued, r.sector + r.nr_sectors)
+            };
+            let d = self.disk(dev);
+            d.next_pos = end_pos;
             let start = d.pipe_free.max(now);
             let end = start + d.xfer_time(sectors);
             d.pipe_free = end;

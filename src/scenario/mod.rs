@@ -105,6 +105,10 @@ pub enum DeviceKind {
     /// An SSD (drivers/ssd.rs): parallel channels, per-IO cost, bandwidth
     /// and a volatile write cache.
     Ssd(crate::drivers::ssd::SsdModel),
+    /// A rotating disk (drivers/hdd.rs): seek curve, rotational latency,
+    /// zoned media rate, FIFO service and a volatile write cache. Its
+    /// `capacity_sectors` is the device's `size` in sectors.
+    Hdd(crate::drivers::hdd::HddModel),
     /// md RAID0 over member devices, striped in `chunk` bytes.
     Raid0 {
         members: Vec<String>,
@@ -127,6 +131,15 @@ pub struct Queue {
     pub max_segments: u32,
     /// queue/nr_requests: tags per hardware queue.
     pub nr_requests: u32,
+    /// queue/scheduler.
+    pub scheduler: Elevator,
+}
+
+/// `queue/scheduler`: `none`, or `mq-deadline` (block/mq-deadline.c).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Elevator {
+    None,
+    MqDeadline,
 }
 
 /// The bdi's sysfs knobs and its starting state. The kernel keeps a
@@ -685,9 +698,9 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     let (mut n_loop, mut n_sd) = (0u32, 0u32);
     for (dname, dorigin) in r.raw.names_under("devices") {
         let p = |k: &str| format!("devices.{dname}.{k}");
-        let (ty, tye) = match r.choice(&p("type"), &["throttled", "disk", "ssd", "raid0"])? {
+        let (ty, tye) = match r.choice(&p("type"), &["throttled", "disk", "ssd", "hdd", "raid0"])? {
             Some(x) => (x.0, x.1.origin),
-            None => return err(&dorigin, format!("device `{dname}` has no `type`; expected `type = \"throttled\"` or `type = \"disk\"`")),
+            None => return err(&dorigin, format!("device `{dname}` has no `type`; expected `type` = one of \"throttled\", \"disk\", \"ssd\", \"hdd\", \"raid0\"")),
         };
         let kind = if ty == "throttled" {
             let write_bps = match r.rate(&p("write_bps"))? {
@@ -741,6 +754,116 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                     Some((v, _)) => v,
                     None => d.flush_bandwidth,
                 },
+            })
+        } else if ty == "hdd" {
+            // A rotating disk (drivers/hdd.rs). Knobs and defaults (a 7200 rpm
+            // SATA desktop disk, HddModel::default()):
+            //   rpm                  7200     spindle speed, 1..=100000
+            //   avg_seek             "8.5ms"  datasheet average (1/3-stroke) seek
+            //   track_to_track       "1ms"    shortest seek (write settle included)
+            //   full_stroke          "16ms"   seek across the whole stroke
+            //   media_rate_outer     200MB/s  media rate at sector 0 (> 0)
+            //   media_rate_inner     100MB/s  media rate at the last sector (> 0,
+            //                                 ≤ media_rate_outer)
+            //   per_cmd_overhead     "100us"  controller time per command
+            //   write_cache          true     volatile write cache ("write back")
+            //   cache                "64M"    write cache size
+            // with track_to_track ≤ avg_seek ≤ full_stroke. The capacity the
+            // seek distances and zones are fractions of is `size` (default
+            // 4T for an hdd); the queue depth is `queue.nr_requests` (32, the
+            // AHCI NCQ depth, as for an ssd). Requests are served FIFO in the
+            // order the block layer dispatches them.
+            let d = crate::drivers::hdd::HddModel::default();
+            let rpm = r
+                .uint(&p("rpm"), 1, 100_000)?
+                .map(|x| x.0 as u32)
+                .unwrap_or(d.rpm);
+            let avg_seek = r.duration(&p("avg_seek"))?;
+            let t2t = r.duration(&p("track_to_track"))?;
+            let full = r.duration(&p("full_stroke"))?;
+            let (avg_v, t2t_v, full_v) = (
+                avg_seek.as_ref().map(|x| x.0).unwrap_or(d.avg_seek),
+                t2t.as_ref().map(|x| x.0).unwrap_or(d.track_to_track),
+                full.as_ref().map(|x| x.0).unwrap_or(d.full_stroke),
+            );
+            // blame the knob that was set (the last of the pair, if both)
+            let blame = |a: &Option<(Ns, Entry)>, b: &Option<(Ns, Entry)>| {
+                b.as_ref()
+                    .or(a.as_ref())
+                    .map(|x| x.1.origin.clone())
+                    .unwrap_or_else(|| tye.clone())
+            };
+            if t2t_v > avg_v {
+                return err(
+                    &blame(&t2t, &avg_seek),
+                    format!(
+                        "hdd `{dname}`: `track_to_track` ({} ms) exceeds `avg_seek` ({} ms); expected track_to_track ≤ avg_seek ≤ full_stroke",
+                        t2t_v as f64 / 1e6,
+                        avg_v as f64 / 1e6
+                    ),
+                );
+            }
+            if avg_v > full_v {
+                return err(
+                    &blame(&avg_seek, &full),
+                    format!(
+                        "hdd `{dname}`: `avg_seek` ({} ms) exceeds `full_stroke` ({} ms); expected track_to_track ≤ avg_seek ≤ full_stroke",
+                        avg_v as f64 / 1e6,
+                        full_v as f64 / 1e6
+                    ),
+                );
+            }
+            let outer = r.rate(&p("media_rate_outer"))?;
+            let inner = r.rate(&p("media_rate_inner"))?;
+            for (k, x) in [("media_rate_outer", &outer), ("media_rate_inner", &inner)] {
+                if let Some((0, e)) = x {
+                    return err(
+                        &e.origin,
+                        format!("`{k}` must be > 0; expected a rate such as \"150MB/s\""),
+                    );
+                }
+            }
+            let (outer_v, inner_v) = (
+                outer.as_ref().map(|x| x.0).unwrap_or(d.media_rate_outer),
+                inner.as_ref().map(|x| x.0).unwrap_or(d.media_rate_inner),
+            );
+            if inner_v > outer_v {
+                return err(
+                    &blame(&outer, &inner),
+                    format!(
+                        "hdd `{dname}`: `media_rate_inner` ({inner_v} B/s) exceeds `media_rate_outer` ({outer_v} B/s); expected inner ≤ outer (outer tracks hold more sectors)"
+                    ),
+                );
+            }
+            DeviceKind::Hdd(crate::drivers::hdd::HddModel {
+                // set from `size` below
+                capacity_sectors: d.capacity_sectors,
+                rpm,
+                avg_seek: avg_v,
+                track_to_track: t2t_v,
+                full_stroke: full_v,
+                media_rate_outer: outer_v,
+                media_rate_inner: inner_v,
+                per_cmd_overhead: r
+                    .duration(&p("per_cmd_overhead"))?
+                    .map(|x| x.0)
+                    .unwrap_or(d.per_cmd_overhead),
+                write_cache: match r.take(&p("write_cache")) {
+                    None => d.write_cache,
+                    Some(e) => match e.val {
+                        RawVal::Bool(b) => b,
+                        v => {
+                            return err(
+                                &e.origin,
+                                format!(
+                                    "`write_cache`: found {}; expected true or false",
+                                    v.describe()
+                                ),
+                            )
+                        }
+                    },
+                },
+                cache_bytes: r.size(&p("cache"))?.map(|x| x.0).unwrap_or(d.cache_bytes),
             })
         } else if ty == "raid0" {
             let members =
@@ -822,7 +945,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 n_loop += 1;
                 (7, n_loop - 1)
             }
-            DeviceKind::Disk { .. } | DeviceKind::Ssd(_) => {
+            DeviceKind::Disk { .. } | DeviceKind::Ssd(_) | DeviceKind::Hdd(_) => {
                 n_sd += 1;
                 (8, (n_sd - 1) * 16)
             }
@@ -851,7 +974,22 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 }
             }
         };
-        let size = r.size(&p("size"))?.map(|x| x.0).unwrap_or(1 << 40);
+        let mut kind = kind;
+        let size = match (r.size(&p("size"))?, &mut kind) {
+            (Some((v, e)), DeviceKind::Hdd(_)) if v < 1 << 20 => {
+                return err(
+                    &e.origin,
+                    format!("`size` = {v} is too small for an hdd; expected at least 1M"),
+                )
+            }
+            (s, DeviceKind::Hdd(m)) => {
+                // a 4T disk unless told; the seek and zone model spans it
+                let v = s.map(|x| x.0).unwrap_or(4 << 40);
+                m.capacity_sectors = v / 512;
+                v
+            }
+            (s, _) => s.map(|x| x.0).unwrap_or(1 << 40),
+        };
         let max_hw = r
             .uint(&p("queue.max_hw_sectors_kb"), 4, 1 << 20)?
             .map(|x| x.0)
@@ -873,11 +1011,26 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             .uint(&p("queue.max_segments"), 1, 65535)?
             .map(|x| x.0 as u32)
             .unwrap_or(128);
-        // loop devices have 128 tags; a disk without a scheduler one per slot
+        // the kernel picks mq-deadline for a single-queue device (a SATA
+        // disk) and none for loop, NVMe-like SSDs and md
+        let scheduler = match r.choice(&p("queue.scheduler"), &["none", "mq-deadline"])? {
+            Some((v, _)) if v == "mq-deadline" => Elevator::MqDeadline,
+            Some(_) => Elevator::None,
+            None => match &kind {
+                DeviceKind::Disk { .. } | DeviceKind::Hdd(_) => Elevator::MqDeadline,
+                _ => Elevator::None,
+            },
+        };
+        // loop devices have 128 tags
         let default_nr = match &kind {
             DeviceKind::Throttled { .. } => 128,
+            // blk_mq_init_sched: 2 * min(queue depth, BLKDEV_DEFAULT_RQ = 128)
+            // with a scheduler, the queue depth without one
+            DeviceKind::Disk { queue_depth, .. } if scheduler == Elevator::MqDeadline => {
+                2 * (*queue_depth).min(128)
+            }
             DeviceKind::Disk { queue_depth, .. } => *queue_depth,
-            DeviceKind::Ssd(_) | DeviceKind::Raid0 { .. } => 32, // AHCI NCQ depth
+            DeviceKind::Ssd(_) | DeviceKind::Hdd(_) | DeviceKind::Raid0 { .. } => 32, // AHCI NCQ depth
         };
         let nr_requests = r
             .uint(&p("queue.nr_requests"), 4, 65536)?
@@ -932,6 +1085,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 max_hw_sectors_kb: max_hw,
                 max_segments,
                 nr_requests,
+                scheduler,
             },
         });
     }
@@ -959,7 +1113,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 Some(j)
                     if matches!(
                         devices[j].kind,
-                        DeviceKind::Ssd(_) | DeviceKind::Disk { .. }
+                        DeviceKind::Ssd(_) | DeviceKind::Hdd(_) | DeviceKind::Disk { .. }
                     ) && !used[j] =>
                 {
                     used[j] = true
@@ -967,7 +1121,9 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 Some(_) => {
                     return err(
                         &origin,
-                        format!("raid0 member `{m}` must be an unused `ssd` or `disk` device"),
+                        format!(
+                            "raid0 member `{m}` must be an unused `ssd`, `hdd` or `disk` device"
+                        ),
                     )
                 }
                 None => {
