@@ -86,10 +86,13 @@ duration = "30s"
 warmup = "5s"
 "#;
 
-/// (write MiB/s, write IOPS, average request KiB)
+/// (write MiB/s, write IOPS, average request KiB), with `queue.scheduler`
+/// = none: the flusher plug is then the only place small files' blocks
+/// merge (mq-deadline, the default, merges requests that wait for the
+/// drive's slots; see the last test).
 fn figures(extra: &[&str], plug: bool) -> (f64, f64, f64) {
     let p = format!("run.flusher_plug={plug}");
-    let mut sets = vec![p.as_str()];
+    let mut sets = vec![p.as_str(), "devices.sda.queue.scheduler=none"];
     sets.extend_from_slice(extra);
     let s = run(FS_MARK, &sets);
     let d = dev(&s, "sda");
@@ -141,6 +144,26 @@ fn small_files_with_a_write_back_hdd_request_shape() {
     for bw in [bw_off, bw_on] {
         assert!(bw > 1.0 && bw < 60.0, "{bw} MiB/s");
     }
+}
+
+/// With mq-deadline (the hdd's default scheduler) the unplugged flusher's
+/// 4 KiB requests queue behind the drive's 32 slots and merge there
+/// (`dd_bio_merge` / insert merges), as on 2.6.x kernels without a flusher
+/// plug: requests are large either way.
+#[test]
+fn mq_deadline_merges_what_the_unplugged_flusher_sends() {
+    let s = run(FS_MARK, &["run.flusher_plug=false"]);
+    let d = dev(&s, "sda");
+    assert!(
+        d.avg_request_kib > 64.0,
+        "unplugged requests under mq-deadline {} KiB",
+        d.avg_request_kib
+    );
+    assert!(
+        d.write_merges_s > 10.0 * d.write_iops,
+        "merges {} /s",
+        d.write_merges_s
+    );
 }
 
 /// Bad hdd knobs are scenario errors naming the file and line, never panics.

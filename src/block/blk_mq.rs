@@ -203,43 +203,39 @@ impl Kernel {
         self.tasks[pid].plug.as_mut().expect("plug").reqs.push(rq);
     }
 
-    /// Hand a request to the device; `by` pays the dispatch CPU cost.
+    /// Hand a request to the device's queue; `by` pays the dispatch CPU
+    /// cost. Devices with driver slots go through the scheduler.
     fn blk_mq_issue(&mut self, rq: ReqId, by: Option<Pid>) {
         if let Some(p) = by {
             self.tasks[p].owed_sys += self.sc.machine.cost.rq_dispatch;
         }
-        let (dev, sectors) = {
-            let r = self.reqs[rq].as_ref().expect("rq");
-            (r.dev, r.nr_sectors)
-        };
-        match &self.devs[dev].backend {
-            // the loop device over tmpfs completes at once
-            crate::block::Backend::Throttled(_) => self.request_done(rq, 0),
-            crate::block::Backend::Disk(_) => self.disk_queue_rq(dev, rq),
-            crate::block::Backend::Ssd(_) => {
-                let now = self.now();
-                let sector = self.reqs[rq].as_ref().expect("rq").sector;
-                let crate::block::Backend::Ssd(st) = &mut self.devs[dev].backend else {
-                    unreachable!()
-                };
-                let done = st.submit(now, sector, sectors * 512);
-                self.q
-                    .schedule(done, crate::kernel::Ev::ReqDone { rq: rq as u32 });
-            }
-            crate::block::Backend::Hdd(_) => {
-                // the disk serves requests one at a time in the order they
-                // are dispatched here (FIFO, no reordering in the drive)
-                let now = self.now();
-                let sector = self.reqs[rq].as_ref().expect("rq").sector;
-                let crate::block::Backend::Hdd(st) = &mut self.devs[dev].backend else {
-                    unreachable!()
-                };
-                let done = st.submit(now, sector, sectors * 512);
-                self.q
-                    .schedule(done, crate::kernel::Ev::ReqDone { rq: rq as u32 });
-            }
-            crate::block::Backend::Raid0 { .. } => unreachable!("md devices are bio-based"),
+        let dev = self.reqs[rq].as_ref().expect("rq").dev;
+        if self.devs[dev].sched.depth > 0 {
+            self.blk_mq_sched_insert(dev, rq);
+        } else {
+            self.driver_queue_rq(dev, rq);
         }
+    }
+
+    /// The driver's `queue_rq`: the device takes the request.
+    pub fn driver_queue_rq(&mut self, dev: DevId, rq: ReqId) {
+        let now = self.now();
+        let (sector, sectors) = {
+            let r = self.reqs[rq].as_ref().expect("rq");
+            (r.sector, r.nr_sectors)
+        };
+        let done = match &mut self.devs[dev].backend {
+            // the loop device over tmpfs completes at once
+            crate::block::Backend::Throttled(_) => return self.request_done(rq, 0),
+            crate::block::Backend::Disk(_) => return self.disk_queue_rq(dev, rq),
+            crate::block::Backend::Ssd(st) => st.submit(now, sector, sectors * 512),
+            // the drive serves requests one at a time in the order they are
+            // dispatched here (FIFO, no reordering in the drive)
+            crate::block::Backend::Hdd(st) => st.submit(now, sector, sectors * 512),
+            crate::block::Backend::Raid0 { .. } => unreachable!("md devices are bio-based"),
+        };
+        self.q
+            .schedule(done, crate::kernel::Ev::ReqDone { rq: rq as u32 });
     }
 
     /// A request completed: account it, end its bios, free its tag and give
@@ -410,10 +406,9 @@ mod tests {
     }
 
     fn waiting(k: &Kernel) -> Vec<(u64, u64)> {
-        let crate::block::Backend::Disk(d) = &k.devs[0].backend else {
-            panic!("disk")
-        };
-        d.queue
+        k.devs[0]
+            .sched
+            .waiting
             .iter()
             .map(|&r| {
                 let r = k.reqs[r].as_ref().unwrap();

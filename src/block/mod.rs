@@ -66,6 +66,9 @@ pub struct BlockDev {
     /// queue/scheduler: with mq-deadline, requests waiting for the driver
     /// take bio and insert merges and are dispatched in sector order.
     pub elevator: crate::scenario::Elevator,
+    /// The scheduler's (or hardware queue's) waiting requests and the
+    /// driver's slots.
+    pub sched: crate::block::mq_deadline::SchedQueue,
     pub major: u32,
     pub minor: u32,
     /// queue/max_sectors_kb in sectors.
@@ -83,6 +86,11 @@ pub struct BlockDev {
 impl Kernel {
     pub fn block_init(&mut self) {
         for d in self.sc.devices.clone() {
+            let depth = match &d.kind {
+                DeviceKind::Disk { queue_depth, .. } => *queue_depth,
+                DeviceKind::Hdd(_) => crate::drivers::hdd::NCQ_DEPTH,
+                _ => 0,
+            };
             let backend = match d.kind {
                 DeviceKind::Throttled { write_bps, .. } => {
                     let comm = format!("kworker/{}:1H", self.devs.len());
@@ -122,6 +130,10 @@ impl Kernel {
                 max_segments: d.queue.max_segments,
                 nr_requests: d.queue.nr_requests,
                 elevator: d.queue.scheduler,
+                sched: crate::block::mq_deadline::SchedQueue {
+                    depth,
+                    ..Default::default()
+                },
                 tags_used: 0,
                 tag_waiters: Default::default(),
                 stat: DiskStats::default(),

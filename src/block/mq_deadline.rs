@@ -1,6 +1,7 @@
 //! The mq-deadline I/O scheduler's write side (block/mq-deadline.c), for
-//! devices whose requests wait in the scheduler for a driver slot (the
-//! `disk` model's `queue_depth`).
+//! devices whose requests wait in the scheduler for a driver slot (`disk`:
+//! its `queue_depth`; `hdd`: NCQ's 32). With `none` the same queue is the
+//! hardware queue's dispatch list, FIFO and without merges.
 //!
 //! - **Bio merge** (`dd_bio_merge`, `elv_merge`): a bio that found no
 //!   plugged request to merge with joins a waiting request that ends where
@@ -20,10 +21,22 @@
 //! has a request it is out of the scheduler's reach, as in the kernel.
 
 use crate::block::blk_mq::{ReqId, Request};
-use crate::block::Backend;
 use crate::kernel::{DevId, Kernel};
 use crate::scenario::Elevator;
 use crate::sim::{Ns, NSEC_PER_SEC};
+use std::collections::VecDeque;
+
+/// Requests that hold a tag but wait for the driver, and the driver's
+/// slots (`blk_mq_run_hw_queue` moves them when a slot is free).
+#[derive(Debug, Default)]
+pub struct SchedQueue {
+    pub waiting: VecDeque<ReqId>,
+    pub inflight: u32,
+    /// Driver slots; 0 = the driver takes every request at once.
+    pub depth: u32,
+    /// Where the last dispatched request ended (the sweep position).
+    pub next_pos: u64,
+}
 
 /// `write_expire`: 5 s.
 pub const WRITE_EXPIRE: Ns = 5 * NSEC_PER_SEC;
@@ -32,7 +45,7 @@ pub const WRITE_EXPIRE: Ns = 5 * NSEC_PER_SEC;
 /// the request in `waiting` and whether it goes in front.
 fn find_merge(
     reqs: &[Option<Request>],
-    waiting: &std::collections::VecDeque<ReqId>,
+    waiting: &VecDeque<ReqId>,
     (sector, sectors, segs): (u64, u64, u32),
     (max, max_segs): (u64, u32),
     front_ok: bool,
@@ -53,13 +66,45 @@ fn find_merge(
 }
 
 impl Kernel {
-    fn dd_waiting(&mut self, dev: DevId) -> Option<&mut std::collections::VecDeque<ReqId>> {
-        if self.devs[dev].elevator != Elevator::MqDeadline {
-            return None;
+    fn dd_active(&self, dev: DevId) -> bool {
+        self.devs[dev].elevator == Elevator::MqDeadline && self.devs[dev].sched.depth > 0
+    }
+
+    /// `blk_mq_sched_insert_request`: a request with a tag goes to the
+    /// scheduler (where it may merge into a waiting one), then the hardware
+    /// queue runs.
+    pub fn blk_mq_sched_insert(&mut self, dev: DevId, rq: ReqId) {
+        if self.dd_insert_merge(dev, rq) {
+            return;
         }
-        match &mut self.devs[dev].backend {
-            Backend::Disk(d) => Some(&mut d.queue),
-            _ => None,
+        self.devs[dev].sched.waiting.push_back(rq);
+        self.blk_mq_run_hw_queue(dev);
+    }
+
+    /// `blk_mq_run_hw_queue`: hand waiting requests to the driver while it
+    /// has free slots.
+    pub fn blk_mq_run_hw_queue(&mut self, dev: DevId) {
+        loop {
+            let q = &self.devs[dev].sched;
+            if q.inflight >= q.depth {
+                break;
+            }
+            let Some(rq) = self.dd_dispatch(dev) else {
+                break;
+            };
+            let q = &mut self.devs[dev].sched;
+            q.inflight += 1;
+            let r = self.reqs[rq].as_ref().expect("rq");
+            q.next_pos = r.sector + r.nr_sectors;
+            self.driver_queue_rq(dev, rq);
+        }
+    }
+
+    /// The driver finished a request: its slot is free.
+    pub fn blk_mq_slot_done(&mut self, dev: DevId) {
+        if self.devs[dev].sched.depth > 0 {
+            self.devs[dev].sched.inflight -= 1;
+            self.blk_mq_run_hw_queue(dev);
         }
     }
 
@@ -69,22 +114,15 @@ impl Kernel {
             self.devs[dev].max_sectors.max(8),
             self.devs[dev].max_segments,
         );
-        if self.dd_waiting(dev).is_none() {
+        if !self.dd_active(dev) {
             return false;
         }
-        let Backend::Disk(d) = &self.devs[dev].backend else {
-            unreachable!()
-        };
-        let Some((i, front)) = find_merge(
-            &self.reqs,
-            &d.queue,
-            (sector, n, segs),
-            (max, max_segs),
-            true,
-        ) else {
+        let q = &self.devs[dev].sched.waiting;
+        let Some((i, front)) = find_merge(&self.reqs, q, (sector, n, segs), (max, max_segs), true)
+        else {
             return false;
         };
-        let w = d.queue[i];
+        let w = q[i];
         let r = self.reqs[w].as_mut().expect("rq");
         if front {
             r.sector = sector;
@@ -104,26 +142,19 @@ impl Kernel {
             self.devs[dev].max_sectors.max(8),
             self.devs[dev].max_segments,
         );
-        if self.dd_waiting(dev).is_none() {
+        if !self.dd_active(dev) {
             return false;
         }
         let (sector, n, segs) = {
             let r = self.reqs[rq].as_ref().expect("rq");
             (r.sector, r.nr_sectors, r.segs)
         };
-        let Backend::Disk(d) = &self.devs[dev].backend else {
-            unreachable!()
-        };
-        let Some((i, _)) = find_merge(
-            &self.reqs,
-            &d.queue,
-            (sector, n, segs),
-            (max, max_segs),
-            false,
-        ) else {
+        let q = &self.devs[dev].sched.waiting;
+        let Some((i, _)) = find_merge(&self.reqs, q, (sector, n, segs), (max, max_segs), false)
+        else {
             return false;
         };
-        let w = d.queue[i];
+        let w = q[i];
         let gone = self.reqs[rq].take().expect("rq");
         self.free_reqs.push(rq);
         let r = self.reqs[w].as_mut().expect("rq");
@@ -139,29 +170,29 @@ impl Kernel {
     }
 
     /// `dd_dispatch_request`: take the next waiting request for the driver.
-    pub fn dd_dispatch(&mut self, dev: DevId, next_pos: u64) -> Option<ReqId> {
+    /// With `none`, the oldest.
+    pub fn dd_dispatch(&mut self, dev: DevId) -> Option<ReqId> {
         let now = self.now();
         let sorted = self.devs[dev].elevator == Elevator::MqDeadline;
-        let Backend::Disk(d) = &mut self.devs[dev].backend else {
-            unreachable!()
-        };
-        let &head = d.queue.front()?;
+        let q = &mut self.devs[dev].sched;
+        let next_pos = q.next_pos;
+        let &head = q.waiting.front()?;
         let reqs = &self.reqs;
         let r = |id: ReqId| reqs[id].as_ref().expect("rq");
         if !sorted || r(head).queued + WRITE_EXPIRE <= now {
-            return d.queue.pop_front();
+            return q.waiting.pop_front();
         }
         // the lowest sector at or after next_pos, else the lowest (wrap)
         let key = |id: ReqId| {
             let s = r(id).sector;
             (s < next_pos, s)
         };
-        let (i, _) = d
-            .queue
+        let (i, _) = q
+            .waiting
             .iter()
             .enumerate()
             .min_by_key(|&(i, &id)| (key(id), i))
             .expect("non-empty");
-        d.queue.remove(i)
+        q.waiting.remove(i)
     }
 }

@@ -1,4 +1,5 @@
-//! A simple disk: requests wait in a queue for one of `queue_depth` slots,
+//! A simple disk: requests wait in the block layer for one of `queue_depth`
+//! slots (block/mq_deadline.rs),
 //! transfer one at a time through a pipe limited by `bandwidth` and `iops`
 //! (each transfer takes max(bytes / bandwidth, 1 / iops)), and complete
 //! `latency` after their transfer ends.
@@ -13,12 +14,6 @@ pub struct DiskState {
     pub iops: u64,
     pub latency: Ns,
     pub queue_depth: u32,
-    /// Requests waiting for a slot (the scheduler's queue; see
-    /// block/mq_deadline.rs for the order and the merges they take).
-    pub(crate) queue: VecDeque<ReqId>,
-    inflight: u32,
-    /// Where the last dispatched request ended (mq-deadline's sweep).
-    next_pos: u64,
     pipe_free: Ns,
     /// (completion time, request, sectors, service time), in completion order.
     done: VecDeque<(Ns, ReqId, u64, Ns)>,
@@ -31,9 +26,6 @@ impl DiskState {
             iops,
             latency,
             queue_depth,
-            queue: VecDeque::new(),
-            inflight: 0,
-            next_pos: 0,
             pipe_free: 0,
             done: VecDeque::new(),
         }
@@ -55,45 +47,21 @@ impl Kernel {
         }
     }
 
-    /// Queue a request (`blk_mq_sched_insert_request`): it may merge into
-    /// a waiting one, else it waits for a slot.
+    /// The driver takes a request (a slot is free): it transfers after
+    /// the requests before it and completes `latency` after its transfer.
     pub fn disk_queue_rq(&mut self, dev: DevId, rq: ReqId) {
-        if self.dd_insert_merge(dev, rq) {
-            return;
-        }
-        self.disk(dev).queue.push_back(rq);
-        self.disk_dispatch(dev);
-    }
-
-    fn disk_dispatch(&mut self, dev: DevId) {
         let now = self.now();
-        let mut schedule = Vec::new();
-        loop {
-            let d = self.disk(dev);
-            if d.inflight >= d.queue_depth {
-                break;
-            }
-            let next_pos = d.next_pos;
-            let Some(rq) = self.dd_dispatch(dev, next_pos) else {
-                break;
-            };
-            let (sectors, queued, end_pos) = {
-                let r = self.reqs[rq].as_ref().expect("rq");
-                (r.nr_sectors, r.queued, r.sector + r.nr_sectors)
-            };
-            let d = self.disk(dev);
-            d.next_pos = end_pos;
-            let start = d.pipe_free.max(now);
-            let end = start + d.xfer_time(sectors);
-            d.pipe_free = end;
-            d.inflight += 1;
-            let at = end + d.latency;
-            d.done.push_back((at, rq, sectors, at - queued));
-            schedule.push(at);
-        }
-        for at in schedule {
-            self.q.schedule(at, Ev::DiskXfer { dev: dev as u32 });
-        }
+        let (sectors, queued) = {
+            let r = self.reqs[rq].as_ref().expect("rq");
+            (r.nr_sectors, r.queued)
+        };
+        let d = self.disk(dev);
+        let start = d.pipe_free.max(now);
+        let end = start + d.xfer_time(sectors);
+        d.pipe_free = end;
+        let at = end + d.latency;
+        d.done.push_back((at, rq, sectors, at - queued));
+        self.q.schedule(at, Ev::DiskXfer { dev: dev as u32 });
     }
 
     pub fn disk_xfer_done(&mut self, dev: DevId) {
@@ -101,9 +69,8 @@ impl Kernel {
         let Some((_, rq, _sectors, service)) = d.done.pop_front() else {
             return;
         };
-        d.inflight -= 1;
         self.request_done(rq, service);
-        self.disk_dispatch(dev);
+        self.blk_mq_slot_done(dev);
     }
 }
 

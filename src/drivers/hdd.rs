@@ -59,6 +59,10 @@ use std::collections::VecDeque;
 /// Bytes per sector.
 const SECTOR: u64 = 512;
 
+/// The drive's command queue (SATA NCQ: 32 commands); requests beyond it
+/// wait in the block layer's scheduler.
+pub const NCQ_DEPTH: u32 = 32;
+
 /// Parameters of the disk model. See the module documentation for how each
 /// one enters the timing.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -277,12 +277,13 @@ impl Kernel {
             Ev::ThrotlTimer { dev } => self.blk_throtl_timer(dev as usize),
             Ev::DiskXfer { dev } => self.disk_xfer_done(dev as usize),
             Ev::ReqDone { rq } => {
-                let q = self.reqs[rq as usize]
-                    .as_ref()
-                    .map(|r| r.queued)
-                    .unwrap_or(0);
+                let (q, dev) = {
+                    let r = self.reqs[rq as usize].as_ref().expect("rq");
+                    (r.queued, r.dev)
+                };
                 let service = self.now() - q;
-                self.request_done(rq as usize, service)
+                self.request_done(rq as usize, service);
+                self.blk_mq_slot_done(dev);
             }
             Ev::Sample => {
                 self.sample();

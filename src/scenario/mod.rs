@@ -1030,7 +1030,11 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 2 * (*queue_depth).min(128)
             }
             DeviceKind::Disk { queue_depth, .. } => *queue_depth,
-            DeviceKind::Ssd(_) | DeviceKind::Hdd(_) | DeviceKind::Raid0 { .. } => 32, // AHCI NCQ depth
+            DeviceKind::Hdd(_) if scheduler == Elevator::MqDeadline => {
+                2 * crate::drivers::hdd::NCQ_DEPTH.min(128)
+            }
+            DeviceKind::Hdd(_) => crate::drivers::hdd::NCQ_DEPTH,
+            DeviceKind::Ssd(_) | DeviceKind::Raid0 { .. } => 32, // AHCI NCQ depth
         };
         let nr_requests = r
             .uint(&p("queue.nr_requests"), 4, 65536)?
