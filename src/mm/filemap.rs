@@ -144,6 +144,9 @@ impl Kernel {
     /// WB_WRITTEN and the fprop completion, and queue the delayed bandwidth
     /// update when the inode's last writeback page completes.
     pub fn end_writeback_range(&mut self, ino: InodeId, npages: u64) {
+        if npages == 0 {
+            return; // a bio that carries no page-cache pages
+        }
         let wb = self.inodes[ino].wb;
         self.inodes[ino].nr_writeback -= npages;
         self.vm.nr_writeback -= npages;
