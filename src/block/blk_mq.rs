@@ -46,6 +46,19 @@ pub struct Plug {
     pub reqs: Vec<ReqId>,
 }
 
+impl Request {
+    /// Take a bio piece at the back, or at the front (`bio_attempt_back_merge`
+    /// / `bio_attempt_front_merge`); the caller checked the limits.
+    pub fn add_bio(&mut self, id: BioId, sector: u64, sectors: u64, segs: u32, front: bool) {
+        if front {
+            self.sector = sector;
+        }
+        self.nr_sectors += sectors;
+        self.segs += segs;
+        self.pieces.push(id);
+    }
+}
+
 impl Kernel {
     fn alloc_req(&mut self, r: Request) -> ReqId {
         if let Some(id) = self.free_reqs.pop() {
@@ -132,12 +145,7 @@ impl Kernel {
                         if rq.nr_sectors + n > max || rq.segs + segs > max_segs {
                             rq.nomerge = true;
                         } else {
-                            if front {
-                                rq.sector = s;
-                            }
-                            rq.nr_sectors += n;
-                            rq.segs += segs;
-                            rq.pieces.push(id);
+                            rq.add_bio(id, s, n, segs, front);
                             self.devs[dev].stat.write_merges += 1;
                             merged = true;
                         }
@@ -317,18 +325,17 @@ mod tests {
         }
     }
 
+    /// (sector, sectors) of each request.
+    fn spans<'a>(k: &Kernel, ids: impl Iterator<Item = &'a usize>) -> Vec<(u64, u64)> {
+        ids.map(|&r| {
+            let r = k.reqs[r].as_ref().unwrap();
+            (r.sector, r.nr_sectors)
+        })
+        .collect()
+    }
+
     fn plugged(k: &Kernel) -> Vec<(u64, u64)> {
-        k.tasks[0]
-            .plug
-            .as_ref()
-            .unwrap()
-            .reqs
-            .iter()
-            .map(|&r| {
-                let r = k.reqs[r].as_ref().unwrap();
-                (r.sector, r.nr_sectors)
-            })
-            .collect()
+        spans(k, k.tasks[0].plug.as_ref().unwrap().reqs.iter())
     }
 
     #[test]
@@ -406,15 +413,7 @@ mod tests {
     }
 
     fn waiting(k: &Kernel) -> Vec<(u64, u64)> {
-        k.devs[0]
-            .sched
-            .waiting
-            .iter()
-            .map(|&r| {
-                let r = k.reqs[r].as_ref().unwrap();
-                (r.sector, r.nr_sectors)
-            })
-            .collect()
+        spans(k, k.devs[0].sched.waiting.iter())
     }
 
     #[test]

@@ -123,13 +123,10 @@ impl Kernel {
             return false;
         };
         let w = q[i];
-        let r = self.reqs[w].as_mut().expect("rq");
-        if front {
-            r.sector = sector;
-        }
-        r.nr_sectors += n;
-        r.segs += segs;
-        r.pieces.push(id);
+        self.reqs[w]
+            .as_mut()
+            .expect("rq")
+            .add_bio(id, sector, n, segs, front);
         self.devs[dev].stat.write_merges += 1;
         true
     }
