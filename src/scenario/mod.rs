@@ -1430,7 +1430,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         let hint = match path.split('.').next().unwrap_or("") {
             "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,cost.*}",
             "vm" => "vm.{dirty_ratio,dirty_bytes,dirty_background_ratio,dirty_background_bytes,dirty_expire_centisecs,dirty_writeback_centisecs}",
-            "devices" => "devices.NAME.{type,write_bps,read_bps,bandwidth,iops,latency,queue_depth,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,queue.max_segments,queue.nr_requests,bdi.min_ratio,bdi.max_ratio,bdi.strict_limit,bdi.write_bandwidth,bdi.dirty_ratelimit}",
+            "devices" => "devices.NAME.{type,write_bps,read_bps,bandwidth,iops,latency,queue_depth,channels,per_io,write_cache,cache,flush_bandwidth,rpm,avg_seek,track_to_track,full_stroke,media_rate_outer,media_rate_inner,per_cmd_overhead,members,chunk,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,queue.max_segments,queue.nr_requests,queue.scheduler,bdi.min_ratio,bdi.max_ratio,bdi.strict_limit,bdi.write_bandwidth,bdi.dirty_ratelimit}",
             "filesystems" => "filesystems.NAME.{type,device,max_folio,agcount}",
             "jobs" => "jobs.NAME.{type,filesystem,numjobs,bs,size,start,runtime} (dd) or {type,filesystem,args,start} (fs_mark)",
             "run" => "run.{duration,seed,warmup,dirty_throttle,flusher_plug,plug_merge,sample_interval}",
