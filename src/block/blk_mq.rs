@@ -165,12 +165,14 @@ impl Kernel {
             }
             // 3. a new request, which needs a tag
             let now = self.now();
+            let mut pieces = self.piece_pool.pop().unwrap_or_default();
+            pieces.push(id);
             let rq = self.alloc_req(Request {
                 dev,
                 sector: s,
                 nr_sectors: n,
                 segs,
-                pieces: vec![id],
+                pieces,
                 nomerge: false,
                 queued: now,
                 waiter: None,
@@ -257,13 +259,17 @@ impl Kernel {
         st.write_ios += 1;
         st.write_sectors += r.nr_sectors;
         st.write_ticks_ns += service;
-        for b in r.pieces {
+        let mut pieces = r.pieces;
+        for &b in &pieces {
             let bio = self.bios[b].as_mut().expect("bio");
             bio.remaining -= 1;
             if bio.remaining == 0 {
                 self.bio_endio(b);
             }
         }
+        // keep the vector for the next request (no allocation per request)
+        pieces.clear();
+        self.piece_pool.push(pieces);
         self.blk_mq_put_tag(dev);
     }
 

@@ -157,7 +157,10 @@ impl Kernel {
         let r = self.reqs[w].as_mut().expect("rq");
         r.nr_sectors += gone.nr_sectors;
         r.segs += gone.segs;
-        r.pieces.extend(gone.pieces);
+        r.pieces.extend_from_slice(&gone.pieces);
+        let mut v = gone.pieces;
+        v.clear();
+        self.piece_pool.push(v);
         let st = &mut self.devs[dev].stat;
         st.write_merges += 1;
         st.in_flight -= 1;

@@ -141,6 +141,8 @@ pub struct Kernel {
     pub free_bios: Vec<BioId>,
     pub reqs: Vec<Option<crate::block::blk_mq::Request>>,
     pub free_reqs: Vec<crate::block::blk_mq::ReqId>,
+    /// Emptied `Request::pieces` vectors, reused by new requests.
+    pub piece_pool: Vec<Vec<crate::kernel::BioId>>,
     /// Depth of every plug flush (for the summary).
     pub unplug_depths: Vec<u32>,
     pub tasks: Vec<Task>,
@@ -191,6 +193,7 @@ impl Kernel {
             free_bios: Vec::new(),
             reqs: Vec::new(),
             free_reqs: Vec::new(),
+            piece_pool: Vec::new(),
             unplug_depths: Vec::new(),
             tasks: Vec::new(),
             cpus: (0..ncpu).map(|_| Cpu::default()).collect(),
