@@ -77,7 +77,7 @@ impl Kernel {
     fn ext4_map_blocks(&mut self, ino: InodeId, p: u64, max: u64) -> (u64, u64) {
         let spp = self.page_size() / 512;
         let inode = &self.inodes[ino];
-        for &(ps, len, sec) in inode.extents.iter().rev() {
+        for &(ps, len, sec) in inode.extents.as_slice().iter().rev() {
             if p >= ps && p < ps + len {
                 return (sec + (p - ps) * spp, (ps + len - p).min(max));
             }

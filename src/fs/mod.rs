@@ -37,7 +37,7 @@ pub struct Inode {
     pub list: Option<WbList>,
     /// Allocated extents: (first page, pages, first sector). Delalloc: blocks
     /// are allocated at writeback time.
-    pub extents: Vec<(u64, u64, u64)>,
+    pub extents: crate::sim::vec1::Vec1<(u64, u64, u64)>,
     /// Allocation group of the inode's directory.
     pub ag: u32,
 }
@@ -136,7 +136,7 @@ impl Kernel {
             dirtied_when: 0,
             writeback_index: 0,
             list: None,
-            extents: Vec::new(),
+            extents: Default::default(),
             ag,
         });
         self.inodes.len() - 1

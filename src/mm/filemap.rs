@@ -10,7 +10,7 @@ use crate::kernel::{InodeId, Kernel, Pid};
 /// one), and an empty set allocates nothing.
 #[derive(Clone, Debug, Default)]
 pub struct RangeSet {
-    v: Vec<(u64, u64)>,
+    v: crate::sim::vec1::Vec1<(u64, u64)>,
     count: u64,
 }
 
@@ -23,12 +23,12 @@ impl RangeSet {
     }
     /// Index of the first range whose end is after `x`.
     fn first_ending_after(&self, x: u64) -> usize {
-        self.v.partition_point(|&(_, b)| b <= x)
+        self.v.as_slice().partition_point(|&(_, b)| b <= x)
     }
     /// Pages of `[s, e)` already in the set.
     pub fn overlap(&self, s: u64, e: u64) -> u64 {
         let mut n = 0;
-        for &(a, b) in &self.v[self.first_ending_after(s)..] {
+        for &(a, b) in &self.v.as_slice()[self.first_ending_after(s)..] {
             if a >= e {
                 break;
             }
@@ -43,15 +43,16 @@ impl RangeSet {
         }
         let before = self.overlap(s, e);
         // ranges that touch or overlap [s, e) are merged into one
-        let lo = self.v.partition_point(|&(_, b)| b < s);
+        let v = self.v.as_slice();
+        let lo = v.partition_point(|&(_, b)| b < s);
         let mut hi = lo;
         let (mut ns, mut ne) = (s, e);
-        while hi < self.v.len() && self.v[hi].0 <= e {
-            ns = ns.min(self.v[hi].0);
-            ne = ne.max(self.v[hi].1);
+        while hi < v.len() && v[hi].0 <= e {
+            ns = ns.min(v[hi].0);
+            ne = ne.max(v[hi].1);
             hi += 1;
         }
-        self.v.splice(lo..hi, std::iter::once((ns, ne)));
+        self.v.replace_range(lo, hi, (ns, ne));
         let added = (e - s) - before;
         self.count += added;
         added
@@ -60,17 +61,17 @@ impl RangeSet {
     /// `max` pages long.
     pub fn take_from(&mut self, idx: u64, max: u64) -> Option<(u64, u64)> {
         let i = self.first_ending_after(idx);
-        let &(a, b) = self.v.get(i)?;
+        let &(a, b) = self.v.as_slice().get(i)?;
         let s = a.max(idx);
         let e = b.min(s + max);
         match (a < s, e < b) {
             (false, false) => {
                 self.v.remove(i);
             }
-            (true, false) => self.v[i].1 = s,
-            (false, true) => self.v[i].0 = e,
+            (true, false) => self.v.as_mut_slice()[i].1 = s,
+            (false, true) => self.v.as_mut_slice()[i].0 = e,
             (true, true) => {
-                self.v[i].1 = s;
+                self.v.as_mut_slice()[i].1 = s;
                 self.v.insert(i + 1, (e, b));
             }
         }
@@ -80,6 +81,7 @@ impl RangeSet {
     /// The first page at or after `idx` in the set.
     pub fn next_at_or_after(&self, idx: u64) -> Option<u64> {
         self.v
+            .as_slice()
             .get(self.first_ending_after(idx))
             .map(|&(a, _)| a.max(idx))
     }

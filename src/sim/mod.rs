@@ -3,6 +3,8 @@
 //! the only "simulator" machinery, kept small on purpose (in the spirit of
 //! SimPy's core: a clock, a heap of (time, seq, event), and a run loop).
 
+pub mod vec1;
+
 use rand_chacha::ChaCha8Rng;
 use rand_core::{RngCore, SeedableRng};
 
