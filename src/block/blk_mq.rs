@@ -237,7 +237,7 @@ impl Kernel {
         let done = match &mut self.devs[dev].backend {
             // the loop device over tmpfs completes at once
             crate::block::Backend::Throttled(_) => return self.request_done(rq, 0),
-            crate::block::Backend::Disk(_) => return self.disk_queue_rq(dev, rq),
+            crate::block::Backend::Disk(_) => self.disk_queue_rq(dev, rq),
             crate::block::Backend::Ssd(st) => st.submit(now, sector, sectors * 512),
             // the drive serves requests one at a time in the order they are
             // dispatched here (FIFO, no reordering in the drive)

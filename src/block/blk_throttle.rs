@@ -38,9 +38,6 @@ impl Throtl {
             dispatcher,
         }
     }
-    pub fn queued(&self) -> usize {
-        self.queue.len()
-    }
 }
 
 impl Kernel {

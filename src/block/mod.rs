@@ -101,8 +101,8 @@ impl Kernel {
                     bandwidth,
                     iops,
                     latency,
-                    queue_depth,
-                } => Backend::Disk(DiskState::new(bandwidth, iops, latency, queue_depth)),
+                    ..
+                } => Backend::Disk(DiskState::new(bandwidth, iops, latency)),
                 DeviceKind::Ssd(m) => Backend::Ssd(crate::drivers::ssd::SsdState::new(m)),
                 DeviceKind::Hdd(m) => Backend::Hdd(crate::drivers::hdd::HddState::new(m)),
                 DeviceKind::Raid0 {

@@ -5,29 +5,23 @@
 //! `latency` after their transfer ends.
 
 use crate::block::blk_mq::ReqId;
-use crate::kernel::{DevId, Ev, Kernel};
+use crate::kernel::{DevId, Kernel};
 use crate::sim::{Ns, NSEC_PER_SEC};
-use std::collections::VecDeque;
 
 pub struct DiskState {
     pub bandwidth: u64,
     pub iops: u64,
     pub latency: Ns,
-    pub queue_depth: u32,
     pipe_free: Ns,
-    /// (completion time, request, sectors, service time), in completion order.
-    done: VecDeque<(Ns, ReqId, u64, Ns)>,
 }
 
 impl DiskState {
-    pub fn new(bandwidth: u64, iops: u64, latency: Ns, queue_depth: u32) -> DiskState {
+    pub fn new(bandwidth: u64, iops: u64, latency: Ns) -> DiskState {
         DiskState {
             bandwidth,
             iops,
             latency,
-            queue_depth,
             pipe_free: 0,
-            done: VecDeque::new(),
         }
     }
 
@@ -49,28 +43,15 @@ impl Kernel {
 
     /// The driver takes a request (a slot is free): it transfers after
     /// the requests before it and completes `latency` after its transfer.
-    pub fn disk_queue_rq(&mut self, dev: DevId, rq: ReqId) {
+    /// Returns the completion time.
+    pub fn disk_queue_rq(&mut self, dev: DevId, rq: ReqId) -> Ns {
         let now = self.now();
-        let (sectors, queued) = {
-            let r = self.reqs[rq].as_ref().expect("rq");
-            (r.nr_sectors, r.queued)
-        };
+        let sectors = self.reqs[rq].as_ref().expect("rq").nr_sectors;
         let d = self.disk(dev);
         let start = d.pipe_free.max(now);
         let end = start + d.xfer_time(sectors);
         d.pipe_free = end;
-        let at = end + d.latency;
-        d.done.push_back((at, rq, sectors, at - queued));
-        self.q.schedule(at, Ev::DiskXfer { dev: dev as u32 });
-    }
-
-    pub fn disk_xfer_done(&mut self, dev: DevId) {
-        let d = self.disk(dev);
-        let Some((_, rq, _sectors, service)) = d.done.pop_front() else {
-            return;
-        };
-        self.request_done(rq, service);
-        self.blk_mq_slot_done(dev);
+        end + d.latency
     }
 }
 
@@ -79,7 +60,7 @@ mod tests {
     use super::*;
     #[test]
     fn xfer_is_bandwidth_or_iops_bound() {
-        let d = DiskState::new(100 << 20, 200, 0, 32);
+        let d = DiskState::new(100 << 20, 200, 0);
         // 1 MiB at 100 MiB/s = 10 ms > 5 ms (1/200 s)
         assert_eq!(d.xfer_time(2048), 10_000_000);
         // 4 KiB: IOPS bound, 5 ms

@@ -54,7 +54,6 @@
 //! timed.
 
 use crate::sim::{Ns, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC};
-use std::collections::VecDeque;
 
 /// Bytes per sector.
 const SECTOR: u64 = 512;
@@ -201,10 +200,8 @@ pub struct HddState {
     media_free: Ns,
     /// When the controller can take the next command (cached path).
     cmd_free: Ns,
-    /// Cached writes not yet on the media: (bytes, media end), FIFO.
-    cache: VecDeque<(u64, Ns)>,
-    /// Sum of the bytes in `cache`.
-    cached: u64,
+    /// Cached writes not yet on the media.
+    cache: crate::drivers::write_cache::WriteCache,
 }
 
 impl HddState {
@@ -221,8 +218,7 @@ impl HddState {
             head_sector: 0,
             media_free: 0,
             cmd_free: 0,
-            cache: VecDeque::new(),
-            cached: 0,
+            cache: Default::default(),
         }
     }
 
@@ -240,31 +236,12 @@ impl HddState {
             return end;
         }
         let cap = m.cache_bytes;
-        let mut t = now.max(self.cmd_free);
-        loop {
-            self.retire(t);
-            match self.cache.front() {
-                Some(&(_, d)) if self.cached + bytes > cap => t = d,
-                _ => break,
-            }
-        }
+        let t = self.cache.room_at(now.max(self.cmd_free), bytes, cap);
         let ack = t + overhead;
         self.cmd_free = ack;
         self.media_free = ack.max(self.media_free) + media;
-        self.cache.push_back((bytes, self.media_free));
-        self.cached += bytes;
+        self.cache.push(bytes, self.media_free);
         ack
-    }
-
-    /// Forget cached writes whose media write has ended by `t`.
-    fn retire(&mut self, t: Ns) {
-        while let Some(&(b, d)) = self.cache.front() {
-            if d > t {
-                break;
-            }
-            self.cache.pop_front();
-            self.cached -= b;
-        }
     }
 
     /// Completion time of a cache flush (`REQ_PREFLUSH`) issued at `now`:

@@ -4,3 +4,4 @@ pub mod disk;
 pub mod hdd;
 pub mod raid0;
 pub mod ssd;
+pub mod write_cache;

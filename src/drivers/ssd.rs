@@ -49,7 +49,6 @@
 //! amplification and read traffic are not modelled.
 
 use crate::sim::{Ns, NSEC_PER_SEC, NSEC_PER_USEC};
-use std::collections::VecDeque;
 
 /// Parameters of the SSD model. See the module documentation for how each
 /// one enters the timing.
@@ -130,10 +129,8 @@ pub struct SsdState {
     chan_free: Vec<Ns>,
     /// When the host link becomes free (cached path).
     link_free: Ns,
-    /// Cached writes not yet drained: (bytes, drain end), in FIFO order.
-    cache: VecDeque<(u64, Ns)>,
-    /// Sum of the bytes in `cache`.
-    cached: u64,
+    /// Cached writes not yet drained.
+    cache: crate::drivers::write_cache::WriteCache,
     /// When the last cached write finishes draining.
     drain_end: Ns,
 }
@@ -152,8 +149,7 @@ impl SsdState {
             chan_free: vec![0; model.channels as usize],
             model,
             link_free: 0,
-            cache: VecDeque::new(),
-            cached: 0,
+            cache: Default::default(),
             drain_end: 0,
         }
     }
@@ -182,34 +178,15 @@ impl SsdState {
         end
     }
 
-    /// Forget cached writes whose drain has ended by `t`.
-    fn retire(&mut self, t: Ns) {
-        while let Some(&(b, d)) = self.cache.front() {
-            if d > t {
-                break;
-            }
-            self.cache.pop_front();
-            self.cached -= b;
-        }
-    }
-
     fn submit_cached(&mut self, now: Ns, bytes: u64) -> Ns {
         let m = &self.model;
         let (bw, ack, drain) = (m.bandwidth, m.per_io / 4, m.drain_time(bytes));
         let cap = m.cache_bytes;
-        let mut t = now.max(self.link_free);
-        loop {
-            self.retire(t);
-            match self.cache.front() {
-                Some(&(_, d)) if self.cached + bytes > cap => t = d,
-                _ => break,
-            }
-        }
+        let t = self.cache.room_at(now.max(self.link_free), bytes, cap);
         let in_cache = t + xfer(bytes, bw);
         self.link_free = in_cache;
         self.drain_end = in_cache.max(self.drain_end) + drain;
-        self.cache.push_back((bytes, self.drain_end));
-        self.cached += bytes;
+        self.cache.push(bytes, self.drain_end);
         in_cache + ack
     }
 
@@ -227,11 +204,7 @@ impl SsdState {
     /// Bytes in the write cache at time `t` (writes admitted and not yet
     /// drained by `t`). For tests and statistics.
     pub fn cached_bytes_at(&self, t: Ns) -> u64 {
-        self.cache
-            .iter()
-            .filter(|&&(_, d)| d > t)
-            .map(|&(b, _)| b)
-            .sum()
+        self.cache.bytes_at(t)
     }
 }
 

@@ -42,9 +42,8 @@ pub enum Ev {
     BwDwork { wb: u32 },
     /// blk-throttle's pending timer: release the bios whose budget is there.
     ThrotlTimer { dev: u32 },
-    /// A disk-model device finishes its current transfer.
-    DiskXfer { dev: u32 },
-    /// A request completes on a device that timed it at submission (SSD).
+    /// A request completes on a device (disk, ssd, hdd time it when the
+    /// driver takes it).
     ReqDone { rq: u32 },
     /// Periodic sampling of counters for the summary.
     Sample,
@@ -278,7 +277,6 @@ impl Kernel {
             Ev::WriteoutPeriod => self.writeout_period(),
             Ev::BwDwork { wb } => self.wb_update_bandwidth_dwork(wb as usize),
             Ev::ThrotlTimer { dev } => self.blk_throtl_timer(dev as usize),
-            Ev::DiskXfer { dev } => self.disk_xfer_done(dev as usize),
             Ev::ReqDone { rq } => {
                 let (q, dev) = {
                     let r = self.reqs[rq as usize].as_ref().expect("rq");

@@ -96,13 +96,18 @@ pub fn hard_dirty_limit(dom_dirty_limit: u64, thresh: u64) -> u64 {
 /// `pos_ratio_polynom`: 1 + ((setpoint - dirty) / (limit - setpoint))^3,
 /// in 10-bit fixed point, clamped to [0, 2].
 pub fn pos_ratio_polynom(setpoint: u64, dirty: u64, limit: u64) -> i64 {
-    let x: i64 = (((setpoint as i64) - (dirty as i64)) << RATELIMIT_CALC_SHIFT)
-        / (((limit - setpoint) | 1) as i64);
+    cubic(setpoint, dirty, (limit - setpoint) | 1).clamp(0, 2 << RATELIMIT_CALC_SHIFT)
+}
+
+/// `1 + ((setpoint - dirty) / span)^3` in 10-bit fixed point, unclamped:
+/// the cubic both versions share (they differ in the span's zero guard and
+/// the clamp).
+pub fn cubic(setpoint: u64, dirty: u64, span: u64) -> i64 {
+    let x: i64 = (((setpoint as i64) - (dirty as i64)) << RATELIMIT_CALC_SHIFT) / (span as i64);
     let mut p = x;
     p = (p * x) >> RATELIMIT_CALC_SHIFT;
     p = (p * x) >> RATELIMIT_CALC_SHIFT;
-    p += 1 << RATELIMIT_CALC_SHIFT;
-    p.clamp(0, 2 << RATELIMIT_CALC_SHIFT)
+    p + (1 << RATELIMIT_CALC_SHIFT)
 }
 
 /// `wb_position_ratio` for a normal (non-strictlimit) bdi: the global cubic
@@ -116,7 +121,7 @@ pub fn wb_position_ratio(dtc: &Dtc, dom_dirty_limit: u64, write_bw: u64, strictl
         return 0;
     }
     let setpoint = (freerun + limit) / 2;
-    let mut pos_ratio = pos_ratio_polynom(setpoint, dtc.dirty, limit) as u64;
+    let pos_ratio = pos_ratio_polynom(setpoint, dtc.dirty, limit) as u64;
     if strictlimit {
         // BDI_CAP_STRICTLIMIT (FUSE): the wb's own cubic line, between its
         // freerun ceiling and its threshold, caps the global one.
@@ -134,15 +139,32 @@ pub fn wb_position_ratio(dtc: &Dtc, dom_dirty_limit: u64, write_bw: u64, strictl
         return pos_ratio.min(wb_pos);
     }
 
+    wb_line(pos_ratio, dtc, limit, setpoint, write_bw, |d| d | 1)
+}
+
+/// The wb's linear control line that scales the global `pos_ratio`
+/// (`wb_position_ratio`, 3.2's `bdi_position_ratio`): wb_thresh floored
+/// at (limit - dirty)/8, the line through wb_setpoint with its x-intercept
+/// `span` beyond, the 1/4 floor past 3/4 of the span, and the reserve
+/// area below wb_thresh/2. `nonzero` is the version's divide-by-zero guard
+/// (`| 1` in 6.x, `+ 1` in 3.2).
+pub fn wb_line(
+    mut pos_ratio: u64,
+    dtc: &Dtc,
+    limit: u64,
+    setpoint: u64,
+    write_bw: u64,
+    nonzero: fn(u64) -> u64,
+) -> u64 {
     let mut wb_thresh = dtc.wb_thresh.min(dtc.thresh);
     wb_thresh = wb_thresh.max((limit - dtc.dirty) / 8);
-    let x = (wb_thresh << 16) / (dtc.thresh | 1);
+    let x = (wb_thresh << 16) / nonzero(dtc.thresh);
     let wb_setpoint = (setpoint * x) >> 16;
     let span = (((dtc.thresh - wb_thresh + 8 * write_bw) as u128 * x as u128) >> 16) as u64;
     let x_intercept = wb_setpoint + span;
     if dtc.wb_dirty < x_intercept - span / 4 {
         pos_ratio = (pos_ratio as u128 * (x_intercept - dtc.wb_dirty) as u128
-            / ((x_intercept - wb_setpoint) | 1) as u128) as u64;
+            / nonzero(x_intercept - wb_setpoint) as u128) as u64;
     } else {
         pos_ratio /= 4;
     }
@@ -164,10 +186,27 @@ pub struct WriteBw {
     pub avg_write_bandwidth: u64,
 }
 
-/// `wb_update_write_bandwidth`: a time-weighted moving average of the
+/// `wb_update_write_bandwidth` (6.x): the estimate below with
+/// `avg_write_bandwidth` floored at 1.
+pub fn update_write_bandwidth(
+    hz: u64,
+    cur: WriteBw,
+    elapsed: u64,
+    written: u64,
+    written_stamp: u64,
+) -> WriteBw {
+    let w = write_bandwidth_estimate(hz, cur, elapsed, written, written_stamp);
+    WriteBw {
+        avg_write_bandwidth: w.avg_write_bandwidth.max(1),
+        ..w
+    }
+}
+
+/// The write-bandwidth estimate of `wb_update_write_bandwidth` (3.2's
+/// `bdi_update_write_bandwidth`): a time-weighted moving average of the
 /// completion rate over roundup_pow_of_two(3*HZ), and a spike-filtered
 /// `avg_write_bandwidth`.
-pub fn update_write_bandwidth(
+pub fn write_bandwidth_estimate(
     hz: u64,
     cur: WriteBw,
     elapsed: u64,
@@ -193,7 +232,7 @@ pub fn update_write_bandwidth(
     }
     WriteBw {
         write_bandwidth: bw,
-        avg_write_bandwidth: avg.max(1),
+        avg_write_bandwidth: avg,
     }
 }
 

@@ -16,22 +16,17 @@
 //! `period` carries the pause and `think` is 0.
 
 use crate::kernel::{Kernel, Pid, WbId};
-use crate::klib::{ilog2, roundup_pow_of_two};
+use crate::klib::ilog2;
 use crate::mm::page_writeback::{
-    dirty_freerun_ceiling, dirty_poll_interval, max_pause_jiffies, update_dirty_limit, Dtc,
-    RATELIMIT_CALC_SHIFT,
+    cubic, dirty_freerun_ceiling, dirty_poll_interval, max_pause_jiffies, update_dirty_limit,
+    wb_line, write_bandwidth_estimate, Dtc, WriteBw, RATELIMIT_CALC_SHIFT,
 };
 use crate::mm::page_writeback_legacy::ThrottleStep;
 
 /// The cubic of 3.2: `x = ((setpoint - dirty) << 10) / (limit - setpoint + 1)`,
 /// `1 + x^3`, not clamped.
 pub fn pos_ratio_polynom_v32(setpoint: u64, dirty: u64, limit: u64) -> i64 {
-    let x: i64 = (((setpoint as i64) - (dirty as i64)) << RATELIMIT_CALC_SHIFT)
-        / ((limit - setpoint + 1) as i64);
-    let mut p = x;
-    p = (p * x) >> RATELIMIT_CALC_SHIFT;
-    p = (p * x) >> RATELIMIT_CALC_SHIFT;
-    p + (1 << RATELIMIT_CALC_SHIFT)
+    cubic(setpoint, dirty, limit - setpoint + 1)
 }
 
 /// `bdi_position_ratio` (3.2).
@@ -42,28 +37,8 @@ pub fn bdi_position_ratio_v32(dtc: &Dtc, global_dirty_limit: u64, write_bw: u64)
         return 0;
     }
     let setpoint = (freerun + limit) / 2;
-    let mut pos_ratio = pos_ratio_polynom_v32(setpoint, dtc.dirty, limit).max(0) as u64;
-    let mut bdi_thresh = dtc.wb_thresh.min(dtc.thresh);
-    bdi_thresh = bdi_thresh.max((limit - dtc.dirty) / 8);
-    let x = (bdi_thresh << 16) / (dtc.thresh + 1);
-    let bdi_setpoint = (setpoint * x) >> 16;
-    let span = (((dtc.thresh - bdi_thresh + 8 * write_bw) as u128 * x as u128) >> 16) as u64;
-    let x_intercept = bdi_setpoint + span;
-    if dtc.wb_dirty < x_intercept - span / 4 {
-        pos_ratio = (pos_ratio as u128 * (x_intercept - dtc.wb_dirty) as u128
-            / (x_intercept - bdi_setpoint + 1) as u128) as u64;
-    } else {
-        pos_ratio /= 4;
-    }
-    let reserve = bdi_thresh / 2;
-    if dtc.wb_dirty < reserve {
-        if dtc.wb_dirty > reserve / 8 {
-            pos_ratio = pos_ratio * reserve / dtc.wb_dirty;
-        } else {
-            pos_ratio *= 8;
-        }
-    }
-    pos_ratio
+    let pos_ratio = pos_ratio_polynom_v32(setpoint, dtc.dirty, limit).max(0) as u64;
+    wb_line(pos_ratio, dtc, limit, setpoint, write_bw, |d| d + 1)
 }
 
 /// `bdi_max_pause` (3.2).
@@ -196,24 +171,13 @@ impl Kernel {
             }
             // bdi_update_write_bandwidth: as 6.x but avg is not floored at 1
             let w = &mut self.wbs[wb];
-            let period = roundup_pow_of_two(3 * hz);
-            let (mut avg, old) = (w.avg_write_bandwidth, w.write_bandwidth);
-            let mut bw = (written - w.written_stamp.min(written)) * hz;
-            if elapsed > period {
-                bw /= elapsed;
-                avg = bw;
-            } else {
-                bw += old * (period - elapsed);
-                bw >>= ilog2(period);
-                if avg > old && old >= bw {
-                    avg -= (avg - old) >> 3;
-                }
-                if avg < old && old <= bw {
-                    avg += (old - avg) >> 3;
-                }
-            }
-            w.write_bandwidth = bw;
-            w.avg_write_bandwidth = avg;
+            let cur = WriteBw {
+                write_bandwidth: w.write_bandwidth,
+                avg_write_bandwidth: w.avg_write_bandwidth,
+            };
+            let new = write_bandwidth_estimate(hz, cur, elapsed, written, w.written_stamp);
+            w.write_bandwidth = new.write_bandwidth;
+            w.avg_write_bandwidth = new.avg_write_bandwidth;
         }
         let w = &mut self.wbs[wb];
         w.dirtied_stamp = dirtied;

@@ -492,6 +492,21 @@ impl Reader {
         Ok(Some((v, e)))
     }
 
+    /// A boolean knob; `sysfs_01` also takes 0 and 1, as sysfs files do.
+    fn boolean(&mut self, path: &str, sysfs_01: bool) -> Result<Option<bool>, ScenarioError> {
+        let Some(e) = self.take(path) else {
+            return Ok(None);
+        };
+        match e.val {
+            RawVal::Bool(b) => Ok(Some(b)),
+            RawVal::Int(i @ (0 | 1)) if sysfs_01 => Ok(Some(i == 1)),
+            v => err(
+                &e.origin,
+                format!("`{path}`: found {}; expected true or false", v.describe()),
+            ),
+        }
+    }
+
     fn uint(
         &mut self,
         path: &str,
@@ -733,21 +748,9 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                     Some((v, _)) => v,
                     None => d.bandwidth,
                 },
-                write_cache: match r.take(&p("write_cache")) {
-                    None => d.write_cache,
-                    Some(e) => match e.val {
-                        RawVal::Bool(b) => b,
-                        v => {
-                            return err(
-                                &e.origin,
-                                format!(
-                                    "`write_cache`: found {}; expected true or false",
-                                    v.describe()
-                                ),
-                            )
-                        }
-                    },
-                },
+                write_cache: r
+                    .boolean(&p("write_cache"), false)?
+                    .unwrap_or(d.write_cache),
                 cache_bytes: r.size(&p("cache"))?.map(|x| x.0).unwrap_or(d.cache_bytes),
                 flush_bandwidth: match r.rate(&p("flush_bandwidth"))? {
                     Some((0, e)) => return err(&e.origin, "`flush_bandwidth` must be > 0"),
@@ -848,21 +851,9 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                     .duration(&p("per_cmd_overhead"))?
                     .map(|x| x.0)
                     .unwrap_or(d.per_cmd_overhead),
-                write_cache: match r.take(&p("write_cache")) {
-                    None => d.write_cache,
-                    Some(e) => match e.val {
-                        RawVal::Bool(b) => b,
-                        v => {
-                            return err(
-                                &e.origin,
-                                format!(
-                                    "`write_cache`: found {}; expected true or false",
-                                    v.describe()
-                                ),
-                            )
-                        }
-                    },
-                },
+                write_cache: r
+                    .boolean(&p("write_cache"), false)?
+                    .unwrap_or(d.write_cache),
                 cache_bytes: r.size(&p("cache"))?.map(|x| x.0).unwrap_or(d.cache_bytes),
             })
         } else if ty == "raid0" {
@@ -1054,22 +1045,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             Some((v, _)) => v,
             None => 100,
         };
-        let strict_limit = match r.take(&p("bdi.strict_limit")) {
-            None => false,
-            Some(e) => match e.val {
-                RawVal::Bool(b) => b,
-                RawVal::Int(i @ (0 | 1)) => i == 1,
-                v => {
-                    return err(
-                        &e.origin,
-                        format!(
-                            "`bdi.strict_limit`: found {}; expected true or false",
-                            v.describe()
-                        ),
-                    )
-                }
-            },
-        };
+        let strict_limit = r.boolean(&p("bdi.strict_limit"), true)?.unwrap_or(false);
         let bdi = BdiConf {
             min_ratio,
             max_ratio,
@@ -1236,21 +1212,9 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             page_size
         };
     }
-    let flusher_plug = match r.take("run.flusher_plug") {
-        None => dirty_throttle == ThrottlePolicy::IoLess,
-        Some(e) => match e.val {
-            RawVal::Bool(b) => b,
-            v => {
-                return err(
-                    &e.origin,
-                    format!(
-                        "`run.flusher_plug`: found {}; expected true or false",
-                        v.describe()
-                    ),
-                )
-            }
-        },
-    };
+    let flusher_plug = r
+        .boolean("run.flusher_plug", false)?
+        .unwrap_or(dirty_throttle == ThrottlePolicy::IoLess);
     let plug_merge_any = match r.choice("run.plug_merge", &["last", "any"])? {
         Some((m, _)) => m == "any",
         None => false,
