@@ -236,6 +236,21 @@ pub fn write_bandwidth_estimate(
     }
 }
 
+/// The undamped step of `wb_update_dirty_ratelimit` (and 3.2's
+/// `bdi_update_dirty_ratelimit`): move `r` only toward all of the
+/// estimates at once, up when dirty is below the setpoint and every
+/// estimate is above `r`, down when above it and every estimate is below,
+/// by the distance to the nearest one.
+pub fn ratelimit_step(below_setpoint: bool, r: u64, estimates: [u64; 3]) -> u64 {
+    if below_setpoint {
+        let x = estimates.into_iter().min().expect("3");
+        x.saturating_sub(r)
+    } else {
+        let x = estimates.into_iter().max().expect("3");
+        r.saturating_sub(x)
+    }
+}
+
 /// Inputs and results of `wb_update_dirty_ratelimit`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct RatelimitUpdate {
@@ -282,18 +297,11 @@ pub fn update_dirty_ratelimit(
             (dtc.wb_thresh + dtc.wb_bg_thresh) / 2
         };
     }
-    let mut step = 0;
-    if d < setpoint {
-        let x = prev_balanced.min(balanced).min(task_ratelimit);
-        if dirty_ratelimit < x {
-            step = x - dirty_ratelimit;
-        }
-    } else {
-        let x = prev_balanced.max(balanced).max(task_ratelimit);
-        if dirty_ratelimit > x {
-            step = dirty_ratelimit - x;
-        }
-    }
+    let mut step = ratelimit_step(
+        d < setpoint,
+        dirty_ratelimit,
+        [prev_balanced, balanced, task_ratelimit],
+    );
     let shift = dirty_ratelimit / (2 * step + 1);
     step = if shift < 64 {
         div_round_up(step >> shift, 8)

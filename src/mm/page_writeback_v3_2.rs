@@ -18,8 +18,8 @@
 use crate::kernel::{Kernel, Pid, WbId};
 use crate::klib::ilog2;
 use crate::mm::page_writeback::{
-    cubic, dirty_freerun_ceiling, dirty_poll_interval, max_pause_jiffies, update_dirty_limit,
-    wb_line, write_bandwidth_estimate, Dtc, WriteBw, RATELIMIT_CALC_SHIFT,
+    cubic, dirty_freerun_ceiling, dirty_poll_interval, max_pause_jiffies, ratelimit_step,
+    update_dirty_limit, wb_line, write_bandwidth_estimate, Dtc, WriteBw, RATELIMIT_CALC_SHIFT,
 };
 use crate::mm::page_writeback_legacy::ThrottleStep;
 
@@ -73,18 +73,11 @@ pub fn update_dirty_ratelimit_v32(
     let dirty_rate = dirtied_delta * hz / elapsed.max(1);
     let task_ratelimit = ((r as u128 * pos_ratio as u128) >> RATELIMIT_CALC_SHIFT) as u64 + 1;
     let balanced = (task_ratelimit as u128 * write_bw as u128 / (dirty_rate | 1) as u128) as u64;
-    let mut step = 0u64;
-    if dtc.dirty < setpoint {
-        let x = prev_balanced.min(balanced).min(task_ratelimit);
-        if r < x {
-            step = x - r;
-        }
-    } else {
-        let x = prev_balanced.max(balanced).max(task_ratelimit);
-        if r > x {
-            step = r - x;
-        }
-    }
+    let mut step = ratelimit_step(
+        dtc.dirty < setpoint,
+        r,
+        [prev_balanced, balanced, task_ratelimit],
+    );
     // C's `step >>= n` on x86-64 masks the count to 6 bits
     let shift = (r / (2 * step + 1)) & 63;
     step >>= shift;
