@@ -6,9 +6,10 @@
 //!   request only (`blk_attempt_plug_merge`): a back or front merge within
 //!   `max_sectors` and `max_segments`; a size failure marks the request
 //!   no-merge.
-//! - Otherwise it needs a tag; with all `nr_requests` tags in use the
+//! - Otherwise it needs a wbt token (block/blk_wbt.rs), then a tag; where
+//!   wbt's limit is reached or all `nr_requests` tags are in use the
 //!   submitter sleeps (and, sleeping, flushes its plug) until completions
-//!   free one (`blk_mq_get_tag`).
+//!   free one (`rq_qos_wait`, `blk_mq_get_tag`).
 //! - A new request joins the plug (`blk_add_rq_to_plug`: the plug is first
 //!   flushed when it holds 32 requests or its newest is ≥ 128 KiB) or, with
 //!   no plug, goes to the device at once.
@@ -36,8 +37,24 @@ pub struct Request {
     pub pieces: Vec<BioId>,
     pub nomerge: bool,
     pub queued: Ns,
-    /// The task waiting for this request's tag, if any.
+    /// The task waiting for this request's wbt token or tag, if any.
     pub waiter: Option<Pid>,
+    /// The bio's `REQ_SYNC`/`REQ_BACKGROUND` flags (wbt's limit).
+    pub opf: u8,
+    /// The request holds a wbt token (`WBT_TRACKED`).
+    pub wbt_tracked: bool,
+}
+
+/// Who asks `blk_mq_get_tag` for a tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TagFrom {
+    /// A submitter in blk_mq_submit_bio.
+    Submit,
+    /// A request whose sleeping submitter was handed a wbt token: it queues
+    /// behind earlier tag waiters.
+    WbtToken,
+    /// The oldest tag waiter, given the tag a completion freed.
+    FreedTag,
 }
 
 /// A task's `struct blk_plug`.
@@ -110,9 +127,9 @@ impl Kernel {
     /// `blk_mq_submit_bio`. Returns true if the submitter must sleep for a
     /// tag (its requests wait in FIFO order and are issued as tags free).
     pub fn blk_mq_submit_bio(&mut self, submitter: Option<Pid>, id: BioId) -> bool {
-        let (dev, sector, nr, seg_sectors) = {
+        let (dev, sector, nr, seg_sectors, opf) = {
             let b = self.bios[id].as_ref().expect("bio");
-            (b.dev, b.sector, b.nr_sectors, b.seg_sectors)
+            (b.dev, b.sector, b.nr_sectors, b.seg_sectors, b.opf)
         };
         let d = &self.devs[dev];
         let (max, max_segs) = (d.max_sectors.max(8), d.max_segments);
@@ -163,7 +180,7 @@ impl Kernel {
             if self.dd_bio_merge(dev, id, s, n, segs) {
                 continue;
             }
-            // 3. a new request, which needs a tag
+            // 3. a new request, which needs a wbt token and a tag
             let now = self.now();
             let mut pieces = self.piece_pool.pop().unwrap_or_default();
             pieces.push(id);
@@ -176,23 +193,87 @@ impl Kernel {
                 nomerge: false,
                 queued: now,
                 waiter: None,
+                opf,
+                wbt_tracked: false,
             });
             self.devs[dev].stat.requests_issued += 1;
-            let d = &mut self.devs[dev];
-            if must_wait || d.tags_used >= d.nr_requests {
-                must_wait = true;
+            if must_wait {
+                // the submitter already sleeps: later pieces queue behind
                 self.reqs[rq].as_mut().expect("rq").waiter = submitter;
-                self.devs[dev].tag_waiters.push_back(rq);
+                if self.devs[dev].wbt.enabled() {
+                    self.devs[dev].wbt.waiters.push_back(rq);
+                } else {
+                    self.devs[dev].tag_waiters.push_back(rq);
+                }
                 continue;
             }
-            d.tags_used += 1;
-            d.stat.in_flight += 1; // accounted from tag allocation, as blk-mq does
-            match submitter.and_then(|p| self.tasks[p].plug.as_ref().map(|_| p)) {
-                Some(pid) => self.blk_add_rq_to_plug(pid, rq),
-                None => self.blk_mq_issue(rq, submitter),
+            if !self.wbt_wait(dev, opf) {
+                must_wait = true;
+                self.reqs[rq].as_mut().expect("rq").waiter = submitter;
+                self.devs[dev].wbt.waiters.push_back(rq);
+                continue;
             }
+            let r = self.reqs[rq].as_mut().expect("rq");
+            r.wbt_tracked = self.devs[dev].wbt.enabled();
+            must_wait |= !self.blk_mq_get_tag(dev, rq, submitter, TagFrom::Submit);
         }
         must_wait
+    }
+
+    /// `blk_mq_get_tag`: a free tag, then the plug or the queue; with all
+    /// tags in use the request waits for one (its submitter sleeps) and
+    /// false is returned.
+    pub fn blk_mq_get_tag(
+        &mut self,
+        dev: DevId,
+        rq: ReqId,
+        submitter: Option<Pid>,
+        from: TagFrom,
+    ) -> bool {
+        let d = &mut self.devs[dev];
+        let full = d.tags_used >= d.nr_requests || !d.tag_waiters.is_empty();
+        if from != TagFrom::FreedTag && full {
+            self.reqs[rq].as_mut().expect("rq").waiter = submitter;
+            self.devs[dev].tag_waiters.push_back(rq);
+            return false;
+        }
+        d.tags_used += 1;
+        d.stat.in_flight += 1; // accounted from tag allocation, as blk-mq does
+        self.reqs[rq].as_mut().expect("rq").waiter = None;
+        // a submitter woken with a token or tag continues in
+        // blk_mq_submit_bio: the request joins its plug (flushed when it went
+        // to sleep), where the bios that follow can merge; without a plug it
+        // is issued. If it must sleep again for another piece, that sleep
+        // flushes the plug at once: the request is issued now.
+        let resumes = submitter.filter(|&p| {
+            self.tasks[p].plug.is_some() && (from == TagFrom::Submit || !self.task_waits(p))
+        });
+        match resumes {
+            Some(pid) => self.blk_add_rq_to_plug(pid, rq),
+            None if from == TagFrom::Submit => self.blk_mq_issue(rq, submitter),
+            None => self.blk_mq_issue(rq, None),
+        }
+        true
+    }
+
+    /// Whether any request of `pid` still waits for a wbt token or a tag,
+    /// on any queue (an md bio's pieces go to several).
+    fn task_waits(&self, pid: Pid) -> bool {
+        let mine = |q: &ReqId| {
+            self.reqs[*q]
+                .as_ref()
+                .is_some_and(|r| r.waiter == Some(pid))
+        };
+        self.devs
+            .iter()
+            .any(|d| d.tag_waiters.iter().any(mine) || d.wbt.waiters.iter().any(mine))
+    }
+
+    /// Wake `pid` once none of its requests waits any more.
+    pub fn wake_if_done_waiting(&mut self, pid: Pid) {
+        if !self.task_waits(pid) {
+            self.wake_up_process(pid);
+        }
     }
 
     /// `blk_add_rq_to_plug` (6.x), or the ≤ 4.x rule: flush at 16 requests.
@@ -270,6 +351,11 @@ impl Kernel {
         // keep the vector for the next request (no allocation per request)
         pieces.clear();
         self.piece_pool.push(pieces);
+        // rq_qos_done before the tag is freed
+        let granted = self.wbt_done(dev, r.wbt_tracked);
+        if !granted.is_empty() {
+            self.wbt_tokens_granted(dev, granted);
+        }
         self.blk_mq_put_tag(dev);
     }
 
@@ -277,24 +363,10 @@ impl Kernel {
     pub fn blk_mq_put_tag(&mut self, dev: DevId) {
         self.devs[dev].tags_used -= 1;
         if let Some(next) = self.devs[dev].tag_waiters.pop_front() {
-            self.devs[dev].tags_used += 1;
-            self.devs[dev].stat.in_flight += 1;
-            let waiter = self.reqs[next].as_mut().expect("rq").waiter.take();
-            // the woken submitter continues in blk_mq_submit_bio: its new
-            // request joins its plug (flushed when it went to sleep), where
-            // the bios that follow can merge; without a plug it is issued
-            match waiter.filter(|&p| self.tasks[p].plug.is_some()) {
-                Some(pid) => self.blk_add_rq_to_plug(pid, next),
-                None => self.blk_mq_issue(next, None),
-            }
+            let waiter = self.reqs[next].as_ref().expect("rq").waiter;
+            self.blk_mq_get_tag(dev, next, waiter, TagFrom::FreedTag);
             if let Some(pid) = waiter {
-                let still_waiting = self.devs[dev]
-                    .tag_waiters
-                    .iter()
-                    .any(|&q| self.reqs[q].as_ref().is_some_and(|r| r.waiter == Some(pid)));
-                if !still_waiting {
-                    self.wake_up_process(pid);
-                }
+                self.wake_if_done_waiting(pid);
             }
         }
     }
@@ -306,9 +378,10 @@ mod tests {
     use crate::kernel::Kernel;
     use crate::scenario::Scenario;
 
-    /// A machine with one disk (qd 4) and a plugged submitter (the flusher task).
+    /// A machine with one disk (qd 4) and a plugged submitter (the flusher
+    /// task). wbt is off unless `extra` sets `queue.wbt_lat_usec`.
     fn machine(extra: &[&str]) -> Kernel {
-        let mut sets: Vec<String> = vec![];
+        let mut sets: Vec<String> = vec!["devices.sda.queue.wbt_lat_usec=0".into()];
         sets.extend(extra.iter().map(|s| s.to_string()));
         let toml = "[devices.sda]\ntype = \"disk\"\nqueue_depth = 4\n[filesystems.f]\ndevice = \"sda\"\n[jobs.dd]\nbs = \"1M\"\n";
         let sc = Scenario::load_str(toml, "t.toml", "t", &sets).unwrap();
@@ -328,6 +401,7 @@ mod tests {
             seg_sectors: 8,
             parent: None,
             remaining: 0,
+            opf: 0,
         }
     }
 
@@ -395,6 +469,103 @@ mod tests {
                                                  // no merge: a new request, and the big one (>= 128 KiB) was flushed
         assert_eq!(plugged(&k), vec![(22552, 16)]);
         assert_eq!(*k.unplug_depths.last().unwrap(), 1);
+    }
+
+    #[test]
+    fn wbt_holds_writes_at_its_limit_and_wakes_by_its_rules() {
+        // qd 16, 64 tags: wbt's max_depth 16, wb_normal 8, wb_background 4
+        let mut k = machine(&[
+            "devices.sda.queue.wbt_lat_usec=75000",
+            "devices.sda.queue_depth=16",
+            "devices.sda.queue.nr_requests=64",
+        ]);
+        let w = &k.devs[0].wbt;
+        assert_eq!((w.max_depth, w.wb_normal, w.wb_background), (16, 8, 4));
+        k.wbs[0].dirty_sleep = 0; // no dirtier slept in the last second
+                                  // in the first 100 ms (close_io) and for background writeback the
+                                  // limit is wb_background: the fifth request waits, with a tag free
+        let bg = crate::block::blk_wbt::REQ_BACKGROUND;
+        for i in 0..4 {
+            let b = Bio {
+                opf: bg,
+                ..bio(&k, i * 100, 8)
+            };
+            assert!(!k.submit_bio(b), "token {i}");
+        }
+        let b = Bio {
+            opf: bg,
+            ..bio(&k, 1000, 8)
+        };
+        assert!(k.submit_bio(b), "the fifth waits for a wbt token");
+        assert_eq!(
+            (k.devs[0].wbt.inflight, k.devs[0].wbt.waiters.len()),
+            (4, 1)
+        );
+        assert_eq!(k.devs[0].tags_used, 4, "no tag was taken while waiting");
+        // a sync write queues behind the sleeper even below its own limit
+        let b = Bio {
+            opf: crate::block::blk_wbt::REQ_SYNC,
+            ..bio(&k, 2000, 8)
+        };
+        assert!(k.submit_bio(b), "FIFO: sleepers first");
+        // the disk has no write cache and no dirtier slept: completions
+        // wake at limit wb_normal = 8 once 8 - inflight >= 4 / 2, i.e. at
+        // the first completion; the sleepers then get tokens in order
+        while k.devs[0].wbt.waiters.len() == 2 {
+            assert!(k.step());
+        }
+        assert!(
+            k.devs[0].wbt.waiters.is_empty(),
+            "both woken by one completion"
+        );
+        assert_eq!(k.devs[0].wbt.inflight, 5);
+        k.check_invariants().unwrap();
+    }
+
+    /// Fill wbt's limit with background writes and submit one more, which
+    /// waits for a token, on a queue (depth 16) with a volatile write cache;
+    /// return how many requests had completed when the waiter got its token.
+    fn wbt_wake_point(dirtier_slept_recently: bool) -> u64 {
+        let mut k = machine(&[
+            "devices.sda.queue.wbt_lat_usec=75000",
+            "devices.sda.queue_depth=16",
+            "devices.sda.queue.nr_requests=64",
+        ]);
+        k.devs[0].wbt.wc = true;
+        if !dirtier_slept_recently {
+            k.wbs[0].dirty_sleep = 0; // long ago
+        }
+        let bg = crate::block::blk_wbt::REQ_BACKGROUND;
+        // get_limit: wb_background (4) for background writeback, max_depth
+        // (16) for any write while dirtiers are being throttled
+        let limit = if dirtier_slept_recently { 16 } else { 4 };
+        for i in 0..limit {
+            assert!(!k.submit_bio(Bio {
+                opf: bg,
+                ..bio(&k, i * 100, 8)
+            }));
+        }
+        assert!(k.submit_bio(Bio {
+            opf: bg,
+            ..bio(&k, 10_000, 8)
+        }));
+        while !k.devs[0].wbt.waiters.is_empty() {
+            assert!(k.step());
+        }
+        k.check_invariants().unwrap();
+        k.devs[0].stat.write_ios
+    }
+
+    #[test]
+    fn a_write_cache_makes_wbt_waiters_wait_for_an_empty_queue() {
+        // no throttled dirtier: the wake limit is 0, so the waiter gets its
+        // token only when all 4 in flight completed
+        assert_eq!(wbt_wake_point(false), 4);
+        // a dirtier slept in balance_dirty_pages within the last second
+        // (wb_init sets dirty_sleep, so the first second counts): the wake
+        // limit is wb_normal (8), and waking needs 8 - inflight >= 4 / 2,
+        // so 10 of the 16 complete first
+        assert_eq!(wbt_wake_point(true), 10);
     }
 
     #[test]

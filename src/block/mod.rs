@@ -5,6 +5,7 @@
 
 pub mod blk_mq;
 pub mod blk_throttle;
+pub mod blk_wbt;
 pub mod mq_deadline;
 
 use crate::drivers::disk::DiskState;
@@ -31,6 +32,9 @@ pub struct Bio {
     pub parent: Option<BioId>,
     /// Pieces of this bio (after splitting) still in flight.
     pub remaining: u32,
+    /// `REQ_SYNC` / `REQ_BACKGROUND` from the writeback control
+    /// (`wbc_to_write_flags`); wbt picks its limit from them.
+    pub opf: u8,
 }
 
 /// /sys/block/DEV/stat's write half, plus bio counts.
@@ -81,6 +85,15 @@ pub struct BlockDev {
     pub tag_waiters: std::collections::VecDeque<crate::block::blk_mq::ReqId>,
     pub stat: DiskStats,
     pub backend: Backend,
+    /// wbt's state (`queue/wbt_lat_usec`; off for md devices).
+    pub wbt: blk_wbt::RqWb,
+}
+
+impl BlockDev {
+    /// `bdi_dev_name`: "MAJOR:MINOR".
+    pub fn bdi_name(&self) -> String {
+        format!("{}:{}", self.major, self.minor)
+    }
 }
 
 impl Kernel {
@@ -91,6 +104,23 @@ impl Kernel {
                 DeviceKind::Hdd(_) => crate::drivers::hdd::NCQ_DEPTH,
                 _ => 0,
             };
+            // blk_queue_depth: the driver's depth where it sets one (SCSI
+            // disks and SATA SSDs: 32 NCQ slots), else nr_requests
+            let wbt_depth = match &d.kind {
+                DeviceKind::Disk { queue_depth, .. } => *queue_depth,
+                DeviceKind::Hdd(_) | DeviceKind::Ssd(_) => crate::drivers::hdd::NCQ_DEPTH,
+                _ => d.queue.nr_requests,
+            };
+            // QUEUE_FLAG_WC: loop sets it (its file has fsync), disks report
+            // their cache
+            let wc = match &d.kind {
+                DeviceKind::Throttled { .. } => true,
+                DeviceKind::Ssd(m) => m.write_cache,
+                DeviceKind::Hdd(m) => m.write_cache,
+                _ => false,
+            };
+            let wbt =
+                blk_wbt::RqWb::new(d.queue.wbt_lat_usec * 1000, wc, wbt_depth, self.jiffies());
             let backend = match d.kind {
                 DeviceKind::Throttled { write_bps, .. } => {
                     let comm = format!("kworker/{}:1H", self.devs.len());
@@ -138,6 +168,7 @@ impl Kernel {
                 tag_waiters: Default::default(),
                 stat: DiskStats::default(),
                 backend,
+                wbt,
             });
         }
     }

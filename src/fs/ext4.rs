@@ -42,7 +42,14 @@ impl Kernel {
     /// Map `[start, start + n)` to disk blocks (allocating as needed) and
     /// submit bios for the physically contiguous pieces. Returns true if the
     /// submitter must sleep for a tag.
-    pub fn ext4_submit_pages(&mut self, pid: Pid, ino: InodeId, start: u64, n: u64) -> bool {
+    pub fn ext4_submit_pages(
+        &mut self,
+        pid: Pid,
+        ino: InodeId,
+        start: u64,
+        n: u64,
+        opf: u8,
+    ) -> bool {
         let spp = self.page_size() / 512;
         // a segment is a folio, at most max_segment_size (64 KiB)
         let folio = self.sbs[self.inodes[ino].sb].max_folio_pages * self.page_size();
@@ -65,6 +72,7 @@ impl Kernel {
                 seg_sectors,
                 parent: None,
                 remaining: 0,
+                opf,
             };
             must_wait |= self.submit_bio(bio);
             p += run;

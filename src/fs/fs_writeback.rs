@@ -43,6 +43,21 @@ pub struct WbWork {
     pub reason: WbReason,
 }
 
+impl WbWork {
+    /// `wbc_to_write_flags`: WB_SYNC_ALL writes are REQ_SYNC, background
+    /// and periodic writeback REQ_BACKGROUND.
+    pub fn write_flags(&self) -> u8 {
+        use crate::block::blk_wbt::{REQ_BACKGROUND, REQ_SYNC};
+        if self.sync_all {
+            REQ_SYNC
+        } else if self.for_kupdate || self.for_background {
+            REQ_BACKGROUND
+        } else {
+            0
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 enum Pc {
     #[default]
@@ -481,8 +496,9 @@ impl Kernel {
     pub fn wb_pass_step(&mut self, pid: Pid, wb: WbId, p: &mut WbPass) -> PassStep {
         let mut wait = false;
         let mut pending = std::mem::take(&mut p.pending);
+        let opf = p.work.write_flags();
         for (ino, start, n) in pending.drain(..) {
-            wait |= self.ext4_submit_pages(pid, ino, start, n);
+            wait |= self.ext4_submit_pages(pid, ino, start, n, opf);
         }
         p.pending = pending; // keep the buffer
         if wait {

@@ -42,6 +42,8 @@ pub enum Ev {
     BwDwork { wb: u32 },
     /// blk-throttle's pending timer: release the bios whose budget is there.
     ThrotlTimer { dev: u32 },
+    /// wbt's monitoring window ends (`wb_timer_fn`).
+    WbtTimer { dev: u32 },
     /// A request completes on a device (disk, ssd, hdd time it when the
     /// driver takes it).
     ReqDone { rq: u32 },
@@ -277,6 +279,7 @@ impl Kernel {
             Ev::WriteoutPeriod => self.writeout_period(),
             Ev::BwDwork { wb } => self.wb_update_bandwidth_dwork(wb as usize),
             Ev::ThrotlTimer { dev } => self.blk_throtl_timer(dev as usize),
+            Ev::WbtTimer { dev } => self.wbt_timer(dev as usize),
             Ev::ReqDone { rq } => {
                 let (q, dev) = {
                     let r = self.reqs[rq as usize].as_ref().expect("rq");
@@ -392,11 +395,23 @@ impl Kernel {
                     d.name, d.stat.bios_submitted, d.stat.bios_completed
                 ));
             }
-            let waiting = d.tag_waiters.len() as u64;
+            let waiting = (d.tag_waiters.len() + d.wbt.waiters.len()) as u64;
             if d.stat.requests_issued != d.stat.write_ios + d.stat.in_flight + waiting {
                 return Err(format!(
-                    "dev {}: requests issued {} != completed {} + in flight {} + waiting for a tag {waiting}",
+                    "dev {}: requests issued {} != completed {} + in flight {} + waiting for a wbt token or tag {waiting}",
                     d.name, d.stat.requests_issued, d.stat.write_ios, d.stat.in_flight
+                ));
+            }
+            let tracked = self
+                .reqs
+                .iter()
+                .flatten()
+                .filter(|r| r.dev == i && r.wbt_tracked)
+                .count() as u32;
+            if tracked != d.wbt.inflight {
+                return Err(format!(
+                    "dev {}: wbt inflight {} != requests holding a token {tracked}",
+                    d.name, d.wbt.inflight
                 ));
             }
         }

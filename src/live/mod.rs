@@ -539,7 +539,8 @@ pub fn run(
     guard.instance = Some(inst.clone());
     write(inst.join("buffer_size_kb"), "65536")?;
     for e in &sc.trace.events {
-        write(inst.join(format!("events/writeback/{e}/enable")), "1")?;
+        let sys = crate::trace::event_subsystem(e);
+        write(inst.join(format!("events/{sys}/{e}/enable")), "1")?;
     }
     write(inst.join("trace"), "")?;
     write(inst.join("tracing_on"), "1")?;

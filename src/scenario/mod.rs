@@ -133,6 +133,11 @@ pub struct Queue {
     pub nr_requests: u32,
     /// queue/scheduler.
     pub scheduler: Elevator,
+    /// queue/wbt_lat_usec: wbt's latency target; 0 switches wbt off.
+    /// Defaults: 2000 for non-rotational queues (loop, ssd), 75000 for
+    /// rotational ones (disk, hdd) under the 6.x policy; 0 for md devices
+    /// (bio-based) and for the older policies (wbt arrived in 4.10).
+    pub wbt_lat_usec: u64,
 }
 
 /// `queue/scheduler`: `none`, or `mq-deadline` (block/mq-deadline.c).
@@ -331,6 +336,8 @@ pub const TRACE_EVENTS: &[&str] = &[
     "writeback_queue_io",
     "writeback_wake_background",
     "writeback_pages_written",
+    "wbt_step",
+    "wbt_timer",
 ];
 
 /// `wbsim fidelity` tolerances: metric name -> allowed error in percent
@@ -1031,6 +1038,17 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             .uint(&p("queue.nr_requests"), 4, 65536)?
             .map(|x| x.0 as u32)
             .unwrap_or(default_nr);
+        // u64::MAX: the policy's default, resolved below
+        let wbt_lat_usec = match r.uint(&p("queue.wbt_lat_usec"), 0, 1 << 40)? {
+            Some((v, e)) if v != 0 && matches!(kind, DeviceKind::Raid0 { .. }) => {
+                return err(
+                    &e.origin,
+                    format!("`queue.wbt_lat_usec` = {v} on an md device: md is bio-based and has no wbt; set it on the members"),
+                )
+            }
+            Some((v, _)) => v,
+            None => u64::MAX,
+        };
         let min_ratio = r
             .uint(&p("bdi.min_ratio"), 0, 100)?
             .map(|x| x.0)
@@ -1066,6 +1084,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 max_segments,
                 nr_requests,
                 scheduler,
+                wbt_lat_usec,
             },
         });
     }
@@ -1210,6 +1229,18 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             2 << 20
         } else {
             page_size
+        };
+    }
+    for d in devices
+        .iter_mut()
+        .filter(|d| d.queue.wbt_lat_usec == u64::MAX)
+    {
+        d.queue.wbt_lat_usec = match d.kind {
+            _ if dirty_throttle != ThrottlePolicy::IoLess => 0,
+            DeviceKind::Raid0 { .. } => 0,
+            // wbt_default_latency_nsec: 75 ms for rotational queues
+            DeviceKind::Disk { .. } | DeviceKind::Hdd(_) => 75_000,
+            DeviceKind::Throttled { .. } | DeviceKind::Ssd(_) => 2_000,
         };
     }
     let flusher_plug = r
@@ -1394,7 +1425,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         let hint = match path.split('.').next().unwrap_or("") {
             "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,cost.*}",
             "vm" => "vm.{dirty_ratio,dirty_bytes,dirty_background_ratio,dirty_background_bytes,dirty_expire_centisecs,dirty_writeback_centisecs}",
-            "devices" => "devices.NAME.{type,write_bps,read_bps,bandwidth,iops,latency,queue_depth,channels,per_io,write_cache,cache,flush_bandwidth,rpm,avg_seek,track_to_track,full_stroke,media_rate_outer,media_rate_inner,per_cmd_overhead,members,chunk,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,queue.max_segments,queue.nr_requests,queue.scheduler,bdi.min_ratio,bdi.max_ratio,bdi.strict_limit,bdi.write_bandwidth,bdi.dirty_ratelimit}",
+            "devices" => "devices.NAME.{type,write_bps,read_bps,bandwidth,iops,latency,queue_depth,channels,per_io,write_cache,cache,flush_bandwidth,rpm,avg_seek,track_to_track,full_stroke,media_rate_outer,media_rate_inner,per_cmd_overhead,members,chunk,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,queue.max_segments,queue.nr_requests,queue.scheduler,queue.wbt_lat_usec,bdi.min_ratio,bdi.max_ratio,bdi.strict_limit,bdi.write_bandwidth,bdi.dirty_ratelimit}",
             "filesystems" => "filesystems.NAME.{type,device,max_folio,agcount}",
             "jobs" => "jobs.NAME.{type,filesystem,numjobs,bs,size,start,runtime} (dd) or {type,filesystem,args,start} (fs_mark)",
             "run" => "run.{duration,seed,warmup,dirty_throttle,flusher_plug,plug_merge,sample_interval}",
