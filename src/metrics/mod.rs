@@ -76,7 +76,7 @@ pub struct Observations {
     /// Live mode under cgroup v2: the inode of the writers' cgroup. The
     /// writeback of those devices then runs in that cgroup's wb, whose trace
     /// lines carry `cgroup_ino=` this; the devices' lines of other wbs (the
-    /// root cgroup's, e.g. metadata) are left out and counted apart.
+    /// root cgroup's) are left out and counted apart.
     pub cgroup_ino: Option<u64>,
     pub events_simulated: Option<u64>,
 }
