@@ -1,7 +1,7 @@
 //! `wbsim live` against the real kernel. These tests need root, tracefs,
-//! loop devices and the cgroup v1 blkio throttle; where any is missing they
-//! skip with a message. They change machine-wide state, so they run one at
-//! a time.
+//! loop devices and the cgroup v1 blkio throttle or cgroup v2 io.max; where
+//! any is missing they skip with a message. They change machine-wide
+//! state, so they run one at a time.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -70,6 +70,23 @@ fn machine_state() -> String {
         "throttle: {}\n",
         std::fs::read_to_string(wbsim::live::BLKIO_THROTTLE).unwrap_or_default()
     );
+    let mi = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    for m in wbsim::live::cgroup::cgroup2_mounts(&mi) {
+        let mut cgs: Vec<String> = std::fs::read_dir(&m)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with("wbsim-live"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        cgs.sort();
+        s += &format!(
+            "cgroup2 {}: subtree_control {:?}, wbsim cgroups {cgs:?}\n",
+            m.display(),
+            std::fs::read_to_string(m.join("cgroup.subtree_control")).unwrap_or_default()
+        );
+    }
     let mut inst: Vec<String> =
         std::fs::read_dir(Path::new(wbsim::live::TRACEFS).join("instances"))
             .map(|rd| {

@@ -5,15 +5,21 @@
 //! on an unused index, removed again afterwards), because the kernel keeps a
 //! loop device's bdi, with its bandwidth estimate and dirty_ratelimit,
 //! across `losetup -d`/`losetup -f`. So the bdi starts from INIT_BW, as a
-//! simulated device does. It backs onto a sparse image on tmpfs,
-//! caps its writes with the root v1 blkio throttle, makes and mounts ext4,
-//! sets the scenario's `vm.dirty_*` sysctls, traces the writeback events in
-//! a private tracefs instance and runs the jobs. Everything it changes is
-//! recorded in a [`Restore`] guard that puts the machine back on success,
-//! on error and on SIGINT/SIGTERM: the dd processes (killed by PID), the
-//! trace instance, the throttle rule (it outlives `losetup -d`), the mount,
-//! the loop device, the image and the sysctls (writing back whichever of
-//! `*_bytes`/`*_ratio` was set, since writing one zeroes the other).
+//! simulated device does. It backs onto a sparse image on tmpfs, caps its
+//! writes (with the root v1 blkio throttle, or else with cgroup v2 `io.max`
+//! on a private cgroup that the writers run in: see [`cgroup`]), makes and
+//! mounts ext4, sets the scenario's `vm.dirty_*` sysctls, traces the
+//! writeback events in a private tracefs instance and runs the jobs.
+//! Everything it changes is recorded in a [`Restore`] guard that puts the
+//! machine back on success, on error and on SIGINT/SIGTERM: the dd
+//! processes (killed by PID), the trace instance, the throttle rule (it
+//! outlives `losetup -d`) or the io.max cap, the mount, the v2 cgroup and
+//! the controllers it enabled, the loop device, the image and the sysctls
+//! (writing back whichever of `*_bytes`/`*_ratio` was set, since writing
+//! one zeroes the other).
+
+pub mod cgroup;
+pub use cgroup::{CapMethod, BLKIO_THROTTLE};
 
 use crate::metrics::{DevObs, DevSnap, Observations, Summary, TaskObs, TaskSnap, VmSample};
 use crate::output::RunResult;
@@ -27,7 +33,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub const TRACEFS: &str = "/sys/kernel/tracing";
-pub const BLKIO_THROTTLE: &str = "/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device";
 const SYSCTLS: [&str; 6] = [
     "dirty_background_bytes",
     "dirty_background_ratio",
@@ -95,12 +100,14 @@ fn have(cmd: &str) -> bool {
         .unwrap_or(false)
 }
 
-/// Check that this host can run `sc` live; the reason if not.
-pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
+/// Check that this host can run `sc` live, and how it will cap the
+/// device's writes; the reason if it cannot.
+pub fn preflight(sc: &Scenario) -> Result<CapMethod, LiveError> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Err(LiveError::Refused(
-            "live mode needs root (loop devices, sysctls, the blkio throttle, tracefs)".into(),
+            "live mode needs root (loop devices, sysctls, the blkio throttle or io.max, tracefs)"
+                .into(),
         ));
     }
     if !Path::new(TRACEFS).join("instances").is_dir()
@@ -139,15 +146,8 @@ pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
             return Err(LiveError::Refused(format!("device `{}` sets bdi.* knobs; a live loop device starts fresh with the kernel's defaults", d.name)));
         }
     }
-    if std::fs::OpenOptions::new()
-        .write(true)
-        .open(BLKIO_THROTTLE)
-        .is_err()
-    {
-        return Err(LiveError::Refused(format!(
-            "no writable cgroup v1 blkio throttle at {BLKIO_THROTTLE} (cgroup v2 io.max is not supported by live mode yet)"
-        )));
-    }
+    let (v1, v2) = cgroup::probe();
+    let cap = cgroup::choose(v1, &v2).map_err(LiveError::Refused)?;
     if let Some(j) = sc
         .jobs
         .iter()
@@ -164,7 +164,7 @@ pub fn preflight(sc: &Scenario) -> Result<(), LiveError> {
             sc.run.dirty_throttle.name()
         )));
     }
-    Ok(())
+    Ok(cap)
 }
 
 /// Everything live mode changed, undone in reverse order on drop.
@@ -174,6 +174,8 @@ pub struct Restore {
     children: Vec<Child>,
     instance: Option<PathBuf>,
     throttle: Vec<String>,
+    /// The private cgroup v2 with the io.max cap.
+    cgroup: Option<cgroup::V2Cgroup>,
     mounts: Vec<PathBuf>,
     dirs: Vec<PathBuf>,
     loops: Vec<String>,
@@ -218,6 +220,9 @@ impl Restore {
                     .push(format!("could not remove the throttle rule for {mm}: {e}"));
             }
         }
+        if let Some(cg) = &mut self.cgroup {
+            cg.clear_caps(&mut self.log);
+        }
         for m in self.mounts.drain(..).rev() {
             let ok = Command::new("umount")
                 .arg(&m)
@@ -231,6 +236,9 @@ impl Restore {
         }
         for d in self.dirs.drain(..).rev() {
             let _ = std::fs::remove_dir(&d);
+        }
+        if let Some(cg) = self.cgroup.take() {
+            cg.remove(&mut self.log);
         }
         for l in self.loops.drain(..) {
             let _ = Command::new("losetup").args(["-d", &l]).status();
@@ -419,7 +427,7 @@ pub fn run(
     guard: &mut Restore,
     progress: &mut dyn FnMut(&str),
 ) -> Result<RunResult, LiveError> {
-    preflight(sc)?;
+    let cap = preflight(sc)?;
     let t_wall = Instant::now();
     let tag = format!("wbsim-live-{}", std::process::id());
     let check = |stop: &Arc<AtomicBool>| {
@@ -463,17 +471,26 @@ pub fn run(
         drop(f);
         let n = new_loop_device(guard)?;
         let dev = format!("/dev/loop{n}");
-        run_cmd(
-            "losetup",
-            &["--direct-io=on", &dev, img.to_str().unwrap_or_default()],
-        )?;
+        let imgs = img.to_str().unwrap_or_default();
+        // tmpfs takes O_DIRECT from 6.6 on; before that the loop device
+        // writes into the image through tmpfs' page cache (which is never
+        // dirty in the writeback sense)
+        let mut io = "direct IO";
+        if run_cmd("losetup", &["--direct-io=on", &dev, imgs]).is_err() {
+            let _ = Command::new("losetup")
+                .args(["-d", &dev])
+                .stderr(Stdio::null())
+                .status();
+            run_cmd("losetup", &[&dev, imgs])?;
+            io = "buffered: no O_DIRECT on this tmpfs";
+        }
         guard.loops.push(dev.clone());
         let loopname = dev.trim_start_matches("/dev/").to_string();
         let majmin = read(format!("/sys/block/{loopname}/dev"))?
             .trim()
             .to_string();
         progress(&format!(
-            "{}: {dev} ({majmin}) over {} on tmpfs",
+            "{}: {dev} ({majmin}) over {} on tmpfs ({io})",
             d.name,
             img.display()
         ));
@@ -510,13 +527,30 @@ pub fn run(
         guard.mounts.push(mnt.clone());
         mnts.push(mnt);
     }
+    if let CapMethod::V2 { mount, enable } = &cap {
+        cgroup::V2Cgroup::create(mount, enable, &tag, &mut guard.cgroup).map_err(failed)?;
+    }
     for (i, d) in sc.devices.iter().enumerate() {
         let DeviceKind::Throttled { write_bps, .. } = d.kind else {
             unreachable!()
         };
-        write(BLKIO_THROTTLE, &format!("{} {write_bps}", devs[i].majmin))?;
-        guard.throttle.push(devs[i].majmin.clone());
+        match guard.cgroup.as_mut() {
+            None => {
+                write(BLKIO_THROTTLE, &format!("{} {write_bps}", devs[i].majmin))?;
+                guard.throttle.push(devs[i].majmin.clone());
+            }
+            Some(cg) => cg.cap(&devs[i].majmin, write_bps).map_err(failed)?,
+        }
     }
+    progress(&format!("writes capped by {}", cap.describe()));
+    // the writers join the cgroup between fork and exec
+    let procs = match &guard.cgroup {
+        Some(cg) => Some(
+            std::ffi::CString::new(cg.procs().into_os_string().into_encoded_bytes())
+                .map_err(failed)?,
+        ),
+        None => None,
+    };
     // sysctls, in the order the kernel's *_bytes/*_ratio rule needs
     let vm = &sc.vm;
     let set = |k: &str, v: u64| write(format!("/proc/sys/vm/{k}"), &v.to_string());
@@ -593,12 +627,12 @@ pub fn run(
         }
         for w in writers.iter_mut() {
             if w.child.is_none() && now >= w.start && w.end.is_none_or(|e| now < e) {
-                let c = Command::new("dd")
-                    .args(&w.args)
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .spawn()
-                    .map_err(|e| failed(format!("dd: {e}")))?;
+                let mut cmd = Command::new("dd");
+                cmd.args(&w.args).stdin(Stdio::null()).stdout(Stdio::null());
+                if let Some(p) = &procs {
+                    join_cgroup(&mut cmd, p.clone());
+                }
+                let c = cmd.spawn().map_err(|e| failed(format!("dd: {e}")))?;
                 guard.children.push(c);
                 w.child = Some(guard.children.len() - 1);
             }
@@ -691,6 +725,7 @@ pub fn run(
         devices,
         trace: recs,
         bdis: devs.iter().map(|d| d.majmin.clone()).collect(),
+        cgroup_ino: guard.cgroup.as_ref().map(|c| c.ino),
         events_simulated: None,
     };
     let summary = Summary::compute(&obs);
@@ -704,6 +739,30 @@ pub fn run(
         sim_s: end as f64 / 1e9,
         events: 0,
     })
+}
+
+/// Make `cmd`'s child write "0" (itself) to the cgroup.procs file `procs`
+/// before it execs, so that it never runs outside the cgroup.
+fn join_cgroup(cmd: &mut Command, procs: std::ffi::CString) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child and calls only
+    // async-signal-safe functions (open, write, close, errno), allocating
+    // nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            let r = libc::write(fd, b"0".as_ptr().cast(), 1);
+            let e = std::io::Error::last_os_error();
+            libc::close(fd);
+            if r != 1 {
+                return Err(e);
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Install SIGINT/SIGTERM handlers that set the returned flag.

@@ -73,6 +73,11 @@ pub struct Observations {
     /// The bdis of the scenario's devices ("7:0"); trace lines of other
     /// bdis are left out of the statistics and counted as contamination.
     pub bdis: Vec<String>,
+    /// Live mode under cgroup v2: the inode of the writers' cgroup. The
+    /// writeback of those devices then runs in that cgroup's wb, whose trace
+    /// lines carry `cgroup_ino=` this; the devices' lines of other wbs (the
+    /// root cgroup's) are left out and counted apart.
+    pub cgroup_ino: Option<u64>,
     pub events_simulated: Option<u64>,
 }
 
@@ -164,6 +169,7 @@ impl Kernel {
             devices,
             trace,
             bdis: self.wbs.iter().map(|w| w.name.clone()).collect(),
+            cgroup_ino: None,
             events_simulated: Some(self.events_simulated()),
         }
     }
@@ -294,6 +300,11 @@ pub struct Summary {
     /// Trace lines in the window for bdis that are not the scenario's
     /// (other devices' writeback on a live machine).
     pub other_bdi_lines: u64,
+    /// Live mode under cgroup v2: trace lines in the window for the
+    /// scenario's bdis but another cgroup's wb (`cgroup_ino` not the
+    /// writers' cgroup), left out of the statistics.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_cgroup_lines: Option<u64>,
     pub events_simulated: Option<u64>,
 }
 
@@ -396,7 +407,16 @@ impl Summary {
         let foreign =
             |r: &Record| !o.bdis.is_empty() && r.bdi.as_ref().is_some_and(|b| !o.bdis.contains(b));
         let other_bdi_lines = trace_win.iter().filter(|r| foreign(r)).count() as u64;
+        let other_wb = |r: &Record| {
+            o.cgroup_ino.is_some_and(|ino| {
+                r.bdi.is_some() && r.get("cgroup_ino").is_some_and(|c| c as u64 != ino)
+            })
+        };
         let recs: Vec<&Record> = trace_win.into_iter().filter(|r| !foreign(r)).collect();
+        let other_cgroup_lines = o
+            .cgroup_ino
+            .map(|_| recs.iter().filter(|r| other_wb(r)).count() as u64);
+        let recs: Vec<&Record> = recs.into_iter().filter(|r| !other_wb(r)).collect();
         let mut evnames: Vec<&str> = recs.iter().map(|r| r.event.as_str()).collect();
         evnames.sort();
         evnames.dedup();
@@ -441,6 +461,7 @@ impl Summary {
             involuntary_cs_per_task_s: Spread::of(all_iv),
             trace,
             other_bdi_lines,
+            other_cgroup_lines,
             events_simulated: o.events_simulated,
         }
     }
@@ -456,5 +477,49 @@ mod tests {
         assert_eq!(percentile(&v, 0.1), 1.4);
         assert!(percentile(&[], 0.5).is_nan());
         assert_eq!(Pct::of(vec![3.0, 1.0, 2.0]).p50, 2.0);
+    }
+}
+
+#[cfg(test)]
+mod filter_tests {
+    use super::*;
+
+    fn obs(cgroup_ino: Option<u64>) -> Observations {
+        let text = "\
+              dd-10      [000] .....     1.000000: balance_dirty_pages: bdi 7:64: limit=100 setpoint=80 dirty=70 wb_setpoint=80 wb_dirty=70 dirty_ratelimit=5120 task_ratelimit=5000 dirtied=32 dirtied_pause=32 paused=0 pause=10 period=10 think=0 cgroup_ino=4242
+    kworker/u4:1-20      [001] .....     1.100000: writeback_written: bdi 7:64: sb_dev 0:0 nr_pages=100 sync_mode=0 kupdate=0 range_cyclic=1 background=1 reason=background cgroup_ino=4242
+    kworker/u4:1-20      [001] .....     1.200000: writeback_written: bdi 7:64: sb_dev 0:0 nr_pages=3 sync_mode=0 kupdate=1 range_cyclic=1 background=0 reason=periodic cgroup_ino=1
+    kworker/u4:2-21      [001] .....     1.300000: writeback_written: bdi 8:0: sb_dev 0:0 nr_pages=7 sync_mode=0 kupdate=1 range_cyclic=1 background=0 reason=periodic cgroup_ino=1
+    kworker/u4:1-20      [001] .....     1.400000: global_dirty_state: dirty=1 writeback=2 bg_thresh=3 thresh=4 limit=5 dirtied=6 written=7
+";
+        Observations {
+            duration: 2 * NSEC_PER_SEC,
+            window: (0, 2 * NSEC_PER_SEC),
+            page_size: 4096,
+            trace: crate::trace::parse(text),
+            bdis: vec!["7:64".into()],
+            cgroup_ino,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn v2_live_keeps_the_writers_wb_only() {
+        let s = Summary::compute(&obs(Some(4242)));
+        assert_eq!(s.other_bdi_lines, 1);
+        assert_eq!(s.other_cgroup_lines, Some(1));
+        assert_eq!(s.trace["writeback_written"].count, 1);
+        assert_eq!(s.trace["balance_dirty_pages"].count, 1);
+        assert_eq!(s.trace["global_dirty_state"].count, 1);
+    }
+
+    #[test]
+    fn without_a_cgroup_every_wb_of_the_device_counts() {
+        let s = Summary::compute(&obs(None));
+        assert_eq!(s.other_bdi_lines, 1);
+        assert_eq!(s.other_cgroup_lines, None);
+        assert_eq!(s.trace["writeback_written"].count, 2);
+        let j = serde_json::to_string(&s).unwrap();
+        assert!(!j.contains("other_cgroup_lines"), "{j}");
     }
 }
