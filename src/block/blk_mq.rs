@@ -132,12 +132,17 @@ impl Kernel {
             (b.dev, b.sector, b.nr_sectors, b.seg_sectors, b.opf)
         };
         let d = &self.devs[dev];
-        let (max, max_segs) = (d.max_sectors.max(8), d.max_segments);
+        let max_segs = d.max_segments;
+        // __bio_split_to_limits: at max_sectors, and at max_segments
+        // segments of the bio's segment size
+        let max = d
+            .max_sectors
+            .max(8)
+            .min(u64::from(max_segs) * seg_sectors.max(1));
         self.bios[id].as_mut().expect("bio").remaining = nr.div_ceil(max).max(1) as u32;
         let mut must_wait = false;
         let (mut s, mut left) = (sector, nr);
         while left > 0 {
-            // __bio_split_to_limits: pieces of at most max_sectors
             let n = left.min(max);
             let segs = n.div_ceil(seg_sectors.max(1)) as u32;
             let s_piece = s;
