@@ -469,9 +469,15 @@ mod tests {
         // size and segment limits stop merging
         k.blk_finish_plug(0, true);
         k.blk_start_plug(0);
-        k.submit_bio(bio(&k, 20000, 2560 - 8));
-        k.submit_bio(bio(&k, 20000 + 2552, 16)); // would exceed max_sectors (2560)
-                                                 // no merge: a new request, and the big one (>= 128 KiB) was flushed
+        // (64 KiB segments: 20 of them stay below max_segments)
+        let big = Bio {
+            seg_sectors: 128,
+            ..bio(&k, 20000, 2560 - 8)
+        };
+        k.submit_bio(big);
+        // this one would exceed max_sectors (2560): no merge, a new
+        // request, and the big one (>= 128 KiB) was flushed
+        k.submit_bio(bio(&k, 20000 + 2552, 16));
         assert_eq!(plugged(&k), vec![(22552, 16)]);
         assert_eq!(*k.unplug_depths.last().unwrap(), 1);
     }
@@ -486,9 +492,10 @@ mod tests {
         ]);
         let w = &k.devs[0].wbt;
         assert_eq!((w.max_depth, w.wb_normal, w.wb_background), (16, 8, 4));
-        k.wbs[0].dirty_sleep = 0; // no dirtier slept in the last second
-                                  // in the first 100 ms (close_io) and for background writeback the
-                                  // limit is wb_background: the fifth request waits, with a tag free
+        // no dirtier slept in the last second
+        k.wbs[0].dirty_sleep = 0;
+        // in the first 100 ms (close_io) and for background writeback the
+        // limit is wb_background: the fifth request waits, with a tag free
         let bg = crate::block::blk_wbt::REQ_BACKGROUND;
         for i in 0..4 {
             let b = Bio {
@@ -571,6 +578,17 @@ mod tests {
         // limit is wb_normal (8), and waking needs 8 - inflight >= 4 / 2,
         // so 10 of the 16 complete first
         assert_eq!(wbt_wake_point(true), 10);
+    }
+
+    #[test]
+    fn bios_split_at_max_segments() {
+        // 4 KiB segments (order-0 pages): 128 segments = 512 KiB pieces,
+        // below max_sectors_kb (1280)
+        let mut k = machine(&["devices.sda.queue.max_sectors_kb=1280"]);
+        k.submit_bio(bio(&k, 0, 4096));
+        let sizes: Vec<u64> = k.reqs.iter().flatten().map(|r| r.nr_sectors).collect();
+        assert!(sizes.iter().all(|&s| s == 1024), "{sizes:?}");
+        assert_eq!(k.devs[0].stat.requests_issued, 4);
     }
 
     #[test]
