@@ -345,6 +345,15 @@ impl Kernel {
         st.write_ios += 1;
         st.write_sectors += r.nr_sectors;
         st.write_ticks_ns += service;
+        use crate::block::blk_wbt::{REQ_META, REQ_SYNC};
+        if r.opf & REQ_META != 0 {
+            st.meta_write_ios += 1;
+            st.meta_write_sectors += r.nr_sectors;
+            if r.opf & REQ_SYNC != 0 {
+                st.journal_write_ios += 1;
+                st.journal_write_sectors += r.nr_sectors;
+            }
+        }
         let mut pieces = r.pieces;
         for &b in &pieces {
             let bio = self.bios[b].as_mut().expect("bio");
@@ -407,6 +416,7 @@ mod tests {
             parent: None,
             remaining: 0,
             opf: 0,
+            journal: None,
         }
     }
 

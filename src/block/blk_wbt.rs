@@ -41,6 +41,7 @@ pub const RWB_UNKNOWN_BUMP: u32 = 5;
 /// Request flags wbt looks at (`blk_opf_t`, from `wbc_to_write_flags`).
 pub const REQ_SYNC: u8 = 1;
 pub const REQ_BACKGROUND: u8 = 2;
+pub const REQ_META: u8 = 4;
 
 /// `wb_timer_fn`'s window outcomes (`LAT_*`; the trace prints the number).
 pub const LAT_UNKNOWN: u32 = 2;
@@ -210,7 +211,8 @@ impl Kernel {
         if !w.enabled() {
             return u32::MAX;
         }
-        if opf & REQ_SYNC != 0 || self.wbt_recent_wait(dev) {
+        // REQ_HIPRIO = REQ_SYNC | REQ_META | REQ_PRIO
+        if opf & (REQ_SYNC | REQ_META) != 0 || self.wbt_recent_wait(dev) {
             w.max_depth
         } else if opf & REQ_BACKGROUND != 0 || self.jiffies() < w.last_read_j + self.hz() / 10 {
             w.wb_background

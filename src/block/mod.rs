@@ -33,8 +33,11 @@ pub struct Bio {
     /// Pieces of this bio (after splitting) still in flight.
     pub remaining: u32,
     /// `REQ_SYNC` / `REQ_BACKGROUND` from the writeback control
-    /// (`wbc_to_write_flags`); wbt picks its limit from them.
+    /// (`wbc_to_write_flags`), `REQ_META`; wbt picks its limit from them.
     pub opf: u8,
+    /// A jbd2 journal write of this superblock (no page-cache pages; its
+    /// completion drives the commit).
+    pub journal: Option<u32>,
 }
 
 /// /sys/block/DEV/stat's write half, plus bio counts.
@@ -50,6 +53,11 @@ pub struct DiskStats {
     pub bios_completed: u64,
     /// Requests created (after splitting); = write_ios + in_flight.
     pub requests_issued: u64,
+    /// Completed requests with REQ_META, and of those REQ_SYNC (journal).
+    pub meta_write_ios: u64,
+    pub meta_write_sectors: u64,
+    pub journal_write_ios: u64,
+    pub journal_write_sectors: u64,
 }
 
 pub enum Backend {
@@ -239,6 +247,9 @@ impl Kernel {
                 self.bio_endio(parent);
             }
             return;
+        }
+        if let Some(sb) = b.journal {
+            return self.jbd2_bio_done(sb as usize);
         }
         self.end_writeback_range(b.ino, b.npages);
     }

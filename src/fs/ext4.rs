@@ -51,9 +51,17 @@ impl Kernel {
         opf: u8,
     ) -> bool {
         let spp = self.page_size() / 512;
-        // a segment is a folio, at most max_segment_size (64 KiB)
+        // a segment is a folio, at most max_segment_size (64 KiB); the
+        // block device's metadata buffers are single pages
         let folio = self.sbs[self.inodes[ino].sb].max_folio_pages * self.page_size();
-        let seg_sectors = folio.min(64 << 10) / 512;
+        let bdev = self.inodes[ino].bdev;
+        let seg_sectors = if bdev { spp } else { folio.min(64 << 10) / 512 };
+        // buffer heads of metadata are submitted with REQ_META
+        let opf = if bdev {
+            opf | crate::block::blk_wbt::REQ_META
+        } else {
+            opf
+        };
         let mut must_wait = false;
         let mut p = start;
         let end = start + n;
@@ -73,6 +81,7 @@ impl Kernel {
                 parent: None,
                 remaining: 0,
                 opf,
+                journal: None,
             };
             must_wait |= self.submit_bio(bio);
             p += run;
@@ -85,6 +94,9 @@ impl Kernel {
     fn ext4_map_blocks(&mut self, ino: InodeId, p: u64, max: u64) -> (u64, u64) {
         let spp = self.page_size() / 512;
         let inode = &self.inodes[ino];
+        if inode.bdev {
+            return (p * spp, max);
+        }
         for &(ps, len, sec) in inode.extents.as_slice().iter().rev() {
             if p >= ps && p < ps + len {
                 return (sec + (p - ps) * spp, (ps + len - p).min(max));
@@ -99,6 +111,7 @@ impl Kernel {
             Some((ps, len, sec)) if *ps + *len == p && *sec + *len * spp == cursor => *len += max,
             _ => inode.extents.push((p, max, cursor)),
         }
+        self.ext4_alloc_meta(ino);
         (cursor, max)
     }
 }

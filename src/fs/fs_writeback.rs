@@ -579,9 +579,15 @@ impl Kernel {
                 debug_assert!(p.pending.is_empty());
                 return PassStep::Done;
             }
-            let Some(ino) = self.wbs[wb].b_io.pop_back() else {
+            let Some(&ino) = self.wbs[wb].b_io.back() else {
                 return PassStep::Done;
             };
+            // ext4_writepages starts a journal handle (the block device's
+            // own inode does not): it may wait for a full transaction
+            if !self.inodes[ino].bdev && !self.jbd2_handle_start(self.inodes[ino].sb, pid) {
+                return PassStep::WaitTag;
+            }
+            self.wbs[wb].b_io.pop_back();
             self.inodes[ino].list = None;
             self.inodes[ino].i_state |= I_SYNC;
             let chunk = self.writeback_chunk_size(wb, &p.work, p.chunk_cap);

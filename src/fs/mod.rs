@@ -4,6 +4,7 @@
 
 pub mod ext4;
 pub mod fs_writeback;
+pub mod jbd2;
 
 use crate::kernel::{InodeId, Kernel, WbId};
 use crate::mm::backing_dev::Wb;
@@ -40,6 +41,11 @@ pub struct Inode {
     pub extents: crate::sim::vec1::Vec1<(u64, u64, u64)>,
     /// Allocation group of the inode's directory.
     pub ag: u32,
+    /// The block device's own inode (ext4's metadata buffers): its page
+    /// index is the block number and it needs no allocation.
+    pub bdev: bool,
+    /// ext4: the inode's inode table block.
+    pub iblock: u64,
 }
 
 pub struct SuperBlock {
@@ -54,7 +60,11 @@ pub struct SuperBlock {
     pub ag_cursor: Vec<u64>,
     /// Sectors per allocation group.
     pub ag_sectors: u64,
+    /// First data sector of each group (after its metadata).
+    pub ag_data_start: Vec<u64>,
     pub next_ino: u64,
+    /// ext4's metadata model (`filesystems.NAME.metadata`).
+    pub ext4: Option<Box<crate::fs::jbd2::Ext4Meta>>,
 }
 
 impl SuperBlock {
@@ -63,7 +73,7 @@ impl SuperBlock {
         self.ag_cursor
             .iter()
             .enumerate()
-            .map(|(i, c)| c - (i as u64 * self.ag_sectors + 2048))
+            .map(|(i, c)| c - self.ag_data_start[i])
             .sum()
     }
 }
@@ -99,18 +109,27 @@ impl Kernel {
             let comm = format!("kworker/u{}:{}", 2 * self.sc.machine.cpus, i + 1);
             let flusher = self.new_task(comm, crate::kernel::Body::Flusher(Box::default()), None);
             self.wbs[wb_id].flusher = flusher;
+            let ag_cursor: Vec<u64> = (0..f.agcount as u64)
+                .map(|a| a * (self.sc.devices[f.device].size / 512 / f.agcount as u64) + 2048)
+                .collect();
             self.sbs.push(SuperBlock {
                 name: f.name.clone(),
                 dev: f.device,
                 wb: wb_id,
                 s_dev: (major, minor),
                 max_folio_pages: (f.max_folio / ps).max(1),
-                ag_cursor: (0..f.agcount as u64)
-                    .map(|a| a * (self.sc.devices[f.device].size / 512 / f.agcount as u64) + 2048)
-                    .collect(),
+                ag_data_start: ag_cursor.clone(),
+                ag_cursor,
                 ag_sectors: self.sc.devices[f.device].size / 512 / f.agcount as u64,
                 next_ino: 12,
+                ext4: None,
             });
+            if f.metadata {
+                let sb = self.sbs.len() - 1;
+                let start = self.ext4_mkfs_meta(sb, f.journal_size, f.commit_interval);
+                self.sbs[sb].ag_cursor = start.clone();
+                self.sbs[sb].ag_data_start = start;
+            }
         }
     }
 
@@ -119,8 +138,16 @@ impl Kernel {
         self.create_inode_in(sb, 0)
     }
 
-    /// Create a regular file in a directory of allocation group `ag`.
+    /// Create a regular file in a directory of allocation group `ag`
+    /// (`vfs_create` → the filesystem's create, with its metadata).
     pub fn create_inode_in(&mut self, sb: usize, ag: u32) -> InodeId {
+        let ino = self.new_inode(sb, ag);
+        self.ext4_create_meta(ino);
+        ino
+    }
+
+    /// `new_inode`: the VFS inode alone.
+    pub fn new_inode(&mut self, sb: usize, ag: u32) -> InodeId {
         let s = &mut self.sbs[sb];
         let ino = s.next_ino;
         s.next_ino += 1;
@@ -138,6 +165,8 @@ impl Kernel {
             list: None,
             extents: Default::default(),
             ag,
+            bdev: false,
+            iblock: 0,
         });
         self.inodes.len() - 1
     }

@@ -44,6 +44,8 @@ pub enum Ev {
     ThrotlTimer { dev: u32 },
     /// wbt's monitoring window ends (`wb_timer_fn`).
     WbtTimer { dev: u32 },
+    /// jbd2's commit timer for transaction `tid` of a superblock.
+    JournalCommit { sb: u32, tid: u32 },
     /// A request completes on a device (disk, ssd, hdd time it when the
     /// driver takes it).
     ReqDone { rq: u32 },
@@ -280,6 +282,7 @@ impl Kernel {
             Ev::BwDwork { wb } => self.wb_update_bandwidth_dwork(wb as usize),
             Ev::ThrotlTimer { dev } => self.blk_throtl_timer(dev as usize),
             Ev::WbtTimer { dev } => self.wbt_timer(dev as usize),
+            Ev::JournalCommit { sb, tid } => self.jbd2_commit_timer(sb as usize, tid),
             Ev::ReqDone { rq } => {
                 let (q, dev) = {
                     let r = self.reqs[rq as usize].as_ref().expect("rq");

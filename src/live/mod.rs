@@ -403,6 +403,7 @@ fn dev_snap(loopname: &str) -> DevSnap {
         write_ios: f.get(4).copied().unwrap_or(0),
         write_merges: f.get(5).copied().unwrap_or(0),
         write_sectors: f.get(6).copied().unwrap_or(0),
+        meta: None,
     }
 }
 

@@ -48,6 +48,19 @@ pub struct DevSnap {
     pub write_ios: u64,
     pub write_merges: u64,
     pub write_sectors: u64,
+    /// Metadata write requests (REQ_META) and their sectors, and of those
+    /// the journal's (REQ_SYNC | REQ_META): what a kernel trace's rwbs
+    /// shows as WM and WSM. The simulator knows them; /sys/block/DEV/stat
+    /// does not.
+    pub meta: Option<MetaSnap>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+pub struct MetaSnap {
+    pub ios: u64,
+    pub sectors: u64,
+    pub journal_ios: u64,
+    pub journal_sectors: u64,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -111,6 +124,12 @@ impl Kernel {
             write_ios: s.write_ios,
             write_merges: s.write_merges,
             write_sectors: s.write_sectors,
+            meta: Some(MetaSnap {
+                ios: s.meta_write_ios,
+                sectors: s.meta_write_sectors,
+                journal_ios: s.journal_write_ios,
+                journal_sectors: s.journal_write_sectors,
+            }),
         }
     }
 
@@ -270,6 +289,16 @@ pub struct DevSummary {
     pub write_iops: f64,
     pub avg_request_kib: f64,
     pub write_merges_s: f64,
+    /// Of the writes: metadata (WM + WSM) and journal (WSM) IOPS and MiB/s
+    /// (simulation only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta_write_iops: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub meta_write_mib_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal_write_iops: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal_write_mib_s: Option<f64>,
 }
 
 #[derive(Serialize, Debug)]
@@ -380,6 +409,16 @@ impl Summary {
             .map(|d| {
                 let ios = d.end.write_ios - d.start.write_ios;
                 let sec = d.end.write_sectors - d.start.write_sectors;
+                let meta = |f: &dyn Fn(&MetaSnap) -> f64| -> Option<f64> {
+                    let (a, b) = (d.start.meta?, d.end.meta?);
+                    let delta = MetaSnap {
+                        ios: b.ios - a.ios,
+                        sectors: b.sectors - a.sectors,
+                        journal_ios: b.journal_ios - a.journal_ios,
+                        journal_sectors: b.journal_sectors - a.journal_sectors,
+                    };
+                    (delta.ios > 0).then(|| r3(f(&delta)))
+                };
                 DevSummary {
                     name: d.name.clone(),
                     write_mib_s: r3(per_s(sec * 512) / MIB),
@@ -390,6 +429,10 @@ impl Summary {
                         0.0
                     }),
                     write_merges_s: r3(per_s(d.end.write_merges - d.start.write_merges)),
+                    meta_write_iops: meta(&|m: &MetaSnap| per_s(m.ios)),
+                    meta_write_mib_s: meta(&|m: &MetaSnap| per_s(m.sectors * 512) / MIB),
+                    journal_write_iops: meta(&|m: &MetaSnap| per_s(m.journal_ios)),
+                    journal_write_mib_s: meta(&|m: &MetaSnap| per_s(m.journal_sectors * 512) / MIB),
                 }
             })
             .collect();

@@ -21,6 +21,10 @@ impl RangeSet {
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
+    /// The ranges, in order.
+    pub fn ranges(&self) -> &[(u64, u64)] {
+        self.v.as_slice()
+    }
     /// Index of the first range whose end is after `x`.
     fn first_ending_after(&self, x: u64) -> usize {
         self.v.as_slice().partition_point(|&(_, b)| b <= x)
@@ -107,6 +111,17 @@ impl Kernel {
         let added = self.inodes[ino].dirty.insert(index, end);
         if added == 0 {
             return 0;
+        }
+        // a page dirtied below the end of the file may have been reclaimed
+        // (the block device's metadata buffers are dirtied anywhere): it is
+        // read back into the cache first
+        let inode = &mut self.inodes[ino];
+        let missing = (inode.dirty.count() + inode.nr_writeback).saturating_sub(inode.nr_cached);
+        if missing > 0 {
+            inode.nr_cached += missing;
+            self.vm.nr_file_pages += missing;
+            self.vm.nr_inactive_file += missing;
+            self.vm.nr_free_pages = self.vm.nr_free_pages.saturating_sub(missing);
         }
         let wb = self.inodes[ino].wb;
         self.vm.nr_dirty += added;

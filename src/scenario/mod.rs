@@ -193,6 +193,16 @@ pub struct Filesystem {
     /// Allocation groups (XFS agcount; ext4 flex groups play the same
     /// role): each directory allocates from its own region of the device.
     pub agcount: u32,
+    /// Model the filesystem's metadata IO (ext4: the jbd2 journal and the
+    /// in-place writeback of inode table, directory and bitmap blocks
+    /// through the block device's inode). XFS's log is not modelled yet,
+    /// so this is off for xfs.
+    pub metadata: bool,
+    /// ext4's `commit=` mount option: the journal commit interval.
+    pub commit_interval: Ns,
+    /// The journal's size in bytes (mke2fs's default by filesystem size
+    /// unless given).
+    pub journal_size: u64,
 }
 
 #[derive(Clone, Debug)]
@@ -1171,12 +1181,46 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             .uint(&p("agcount"), 1, 4096)?
             .map(|x| x.0 as u32)
             .unwrap_or(4);
+        let metadata = match r.boolean(&p("metadata"), false)? {
+            Some(true) if kind == FsKind::Xfs => {
+                return err(
+                    &r.raw.tables.get(&format!("filesystems.{fname}")).cloned().unwrap_or(Origin::Builtin),
+                    "`metadata = true` on xfs: XFS's log and inode writeback are not modelled yet; expected false or an ext4 filesystem".to_string(),
+                )
+            }
+            Some(m) => m,
+            None => kind == FsKind::Ext4,
+        };
+        let commit_interval = match r.duration(&p("commit"))? {
+            Some((v, e)) if v < NSEC_PER_SEC => {
+                return err(
+                    &e.origin,
+                    "`commit` must be at least 1s (ext4's commit= is in seconds)",
+                )
+            }
+            Some((v, _)) => v,
+            None => 5 * NSEC_PER_SEC, // JBD2_DEFAULT_MAX_COMMIT_AGE
+        };
+        let fs_bytes = devices[device].size;
+        let journal_size = match r.size(&p("journal_size"))? {
+            Some((v, e)) if v < (4 << 20) || v > fs_bytes / 4 => {
+                return err(
+                    &e.origin,
+                    format!("`journal_size` = {v}; expected 4M up to a quarter of the device"),
+                )
+            }
+            Some((v, _)) => v,
+            None => crate::fs::jbd2::default_journal_blocks(fs_bytes / 4096) * 4096,
+        };
         filesystems.push(Filesystem {
             name: fname,
             kind,
             device,
             max_folio,
             agcount,
+            metadata,
+            commit_interval,
+            journal_size,
         });
     }
     if let Some(i) = used.iter().position(|u| !u) {
@@ -1426,7 +1470,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,cost.*}",
             "vm" => "vm.{dirty_ratio,dirty_bytes,dirty_background_ratio,dirty_background_bytes,dirty_expire_centisecs,dirty_writeback_centisecs}",
             "devices" => "devices.NAME.{type,write_bps,read_bps,bandwidth,iops,latency,queue_depth,channels,per_io,write_cache,cache,flush_bandwidth,rpm,avg_seek,track_to_track,full_stroke,media_rate_outer,media_rate_inner,per_cmd_overhead,members,chunk,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,queue.max_segments,queue.nr_requests,queue.scheduler,queue.wbt_lat_usec,bdi.min_ratio,bdi.max_ratio,bdi.strict_limit,bdi.write_bandwidth,bdi.dirty_ratelimit}",
-            "filesystems" => "filesystems.NAME.{type,device,max_folio,agcount}",
+            "filesystems" => "filesystems.NAME.{type,device,max_folio,agcount,metadata,commit,journal_size}",
             "jobs" => "jobs.NAME.{type,filesystem,numjobs,bs,size,start,runtime} (dd) or {type,filesystem,args,start} (fs_mark)",
             "run" => "run.{duration,seed,warmup,dirty_throttle,flusher_plug,plug_merge,sample_interval}",
             "trace" => "trace.events",

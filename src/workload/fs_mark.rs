@@ -82,6 +82,11 @@ impl Kernel {
                 },
                 Stage::Creating { files } => {
                     for k in 0..files {
+                        if !self.jbd2_handle_start(f.sb, pid) {
+                            // ext4_create's handle waits for the journal
+                            f.stage = Stage::Creating { files: files - k };
+                            return Action::Block;
+                        }
                         let ino = self.create_inode_in(f.sb, f.ag);
                         self.filemap_dirty_range(pid, ino, 0, pages);
                         self.tasks[pid].wchar += f.size;

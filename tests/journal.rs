@@ -1,0 +1,117 @@
+//! ext4's metadata IO (fs/jbd2.rs): journal commits from jbd2 in large
+//! sequential WSM requests, in-place writeback of the journalled blocks by
+//! the flusher (WM), and the knobs that turn it off or refuse it.
+
+use wbsim::metrics::Summary;
+use wbsim::output::simulate;
+use wbsim::scenario::Scenario;
+
+fn run(src: &str, sets: &[&str]) -> (Summary, String) {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let sc = Scenario::load_str(src, "<test>", "t", &sets).expect("scenario");
+    let r = simulate(&sc, false, |_, _| {});
+    (r.summary, r.vmstat)
+}
+
+/// The host rig's small-file case, scaled: 4 fs_mark threads, 4 KiB files,
+/// a 50 MiB/s loop device, 200M/100M dirty limits.
+const SMALL: &str = r#"
+[machine]
+memory = "8G"
+cpus = 2
+[vm]
+dirty_bytes = "200M"
+dirty_background_bytes = "100M"
+[devices.loop0]
+type = "throttled"
+write_bps = "50MiB/s"
+size = "16G"
+[filesystems.scratch]
+type = "ext4"
+device = "loop0"
+max_folio = "4k"
+[jobs.fs_mark]
+args = "-d /mnt/0 -d /mnt/1 -d /mnt/2 -d /mnt/3 -S0 -n 20000 -s 4096 -L 2"
+[run]
+duration = "20s"
+warmup = "0s"
+"#;
+
+/// The host rig's case B (examples/rig/smallfile-throttled.toml: 4
+/// fs_mark threads x 80,000 4 KiB files on ext4 over a 50 MiB/s loop
+/// device). The kernel (6.18) wrote, by rwbs and region
+/// (/work/rigdata/smallfile/REPORT.md): journal WSM 400 IOs, 189.7 MiB,
+/// p50 512 KiB (jbd2); in place WM 126 MiB (inode table 104.6, directories
+/// 21.1, bitmaps 0.2; the flusher).
+#[test]
+fn journal_and_in_place_metadata_writes() {
+    let sc = Scenario::load_file("examples/rig/smallfile-throttled.toml", &[]).expect("example");
+    let s = simulate(&sc, false, |_, _| {}).summary;
+    let d = &s.devices[0];
+    let t = s.duration_s;
+    let (jios, jmib) = (
+        d.journal_write_iops.unwrap() * t,
+        d.journal_write_mib_s.unwrap() * t,
+    );
+    let in_place = (d.meta_write_mib_s.unwrap() - d.journal_write_mib_s.unwrap()) * t;
+    eprintln!(
+        "journal {jios:.0} IOs {jmib:.1} MiB; in place {in_place:.1} MiB; all {:.0} IOs {:.1} MiB",
+        d.write_iops * t,
+        d.write_mib_s * t
+    );
+    // jbd2 writes 4 KiB buffers under its plug: they merge up to
+    // max_segments (128 x 4 KiB), as on the rig
+    let javg = jmib * 1024.0 / jios;
+    assert!(
+        javg > 384.0 && javg <= 512.0,
+        "journal requests {javg:.1} KiB"
+    );
+    assert!(
+        (0.7..1.3).contains(&(jmib / 189.7)),
+        "journal {jmib:.1} MiB"
+    );
+    assert!(
+        (0.5..1.5).contains(&(in_place / 126.0)),
+        "in place {in_place:.1} MiB"
+    );
+    // metadata is a minority of the bytes, as on the rig (20%)
+    assert!(d.meta_write_mib_s.unwrap() < 0.4 * d.write_mib_s);
+}
+
+#[test]
+fn metadata_off_and_refused_on_xfs() {
+    let (s, _) = run(SMALL, &["filesystems.scratch.metadata=false"]);
+    assert_eq!(s.devices[0].meta_write_iops, None);
+    let (on, _) = run(SMALL, &[]);
+    assert!(on.devices[0].meta_write_iops.is_some());
+    let xfs = SMALL.replace("type = \"ext4\"", "type = \"xfs\"\nmetadata = true");
+    let e = Scenario::load_str(&xfs, "<test>", "t", &[])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("not modelled yet"), "{e}");
+    for (knob, want) in [
+        ("commit = \"100ms\"", "at least 1s"),
+        ("journal_size = \"1M\"", "expected 4M up to"),
+    ] {
+        let bad = SMALL.replace("max_folio = \"4k\"", &format!("max_folio = \"4k\"\n{knob}"));
+        let e = Scenario::load_str(&bad, "<test>", "t", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("<test>:1"), "{e}");
+        assert!(e.contains(want), "{knob}: {e}");
+    }
+}
+
+/// A longer commit interval means fewer, larger commits: the same blocks
+/// dirtied again within one transaction are logged once.
+#[test]
+fn commit_interval_batches_the_journal() {
+    let (a, _) = run(SMALL, &[]);
+    let (b, _) = run(SMALL, &["filesystems.scratch.commit=15s"]);
+    let (ja, jb) = (
+        a.devices[0].journal_write_mib_s.unwrap(),
+        b.devices[0].journal_write_mib_s.unwrap(),
+    );
+    eprintln!("journal MiB/s: commit=5s {ja:.2}, commit=15s {jb:.2}");
+    assert!(jb < ja, "{jb} !< {ja}");
+}
