@@ -56,15 +56,20 @@ fn machine_state() -> String {
             .unwrap_or_default()
     };
     s += &format!("losetup -a:\n{}", run("losetup", &["-a"]));
-    let mut loops: Vec<String> = std::fs::read_dir("/sys/block")
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with("loop"))
-                .collect()
-        })
-        .unwrap_or_default();
-    loops.sort();
+    // the sorted names in a directory that start with `prefix`
+    let names = |dir: &std::path::Path, prefix: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .map(|rd| {
+                rd.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(prefix))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    };
+    let loops = names(std::path::Path::new("/sys/block"), "loop");
     s += &format!("loop devices: {loops:?}\n");
     s += &format!(
         "throttle: {}\n",
@@ -72,30 +77,14 @@ fn machine_state() -> String {
     );
     let mi = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
     for m in wbsim::live::cgroup::cgroup2_mounts(&mi) {
-        let mut cgs: Vec<String> = std::fs::read_dir(&m)
-            .map(|rd| {
-                rd.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.starts_with("wbsim-live"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        cgs.sort();
+        let cgs = names(&m, "wbsim-live");
         s += &format!(
             "cgroup2 {}: subtree_control {:?}, wbsim cgroups {cgs:?}\n",
             m.display(),
             std::fs::read_to_string(m.join("cgroup.subtree_control")).unwrap_or_default()
         );
     }
-    let mut inst: Vec<String> =
-        std::fs::read_dir(Path::new(wbsim::live::TRACEFS).join("instances"))
-            .map(|rd| {
-                rd.flatten()
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
-            })
-            .unwrap_or_default();
-    inst.sort();
+    let inst = names(&Path::new(wbsim::live::TRACEFS).join("instances"), "");
     s += &format!("trace instances: {inst:?}\n");
     for k in [
         "dirty_bytes",
