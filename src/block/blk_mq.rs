@@ -100,7 +100,16 @@ impl Kernel {
     /// `blk_finish_plug` of the plug `blk_start_plug` returned true for.
     pub fn blk_finish_plug(&mut self, pid: Pid, started: bool) {
         if started {
-            self.blk_flush_plug(pid);
+            // a request may join the plug while it is being flushed (a
+            // completion that runs at once submits more: a journal commit
+            // block after its blocks): flush until it stays empty
+            while self.tasks[pid]
+                .plug
+                .as_ref()
+                .is_some_and(|p| !p.reqs.is_empty())
+            {
+                self.blk_flush_plug(pid);
+            }
             self.tasks[pid].plug = None;
         }
     }
@@ -417,6 +426,7 @@ mod tests {
             remaining: 0,
             opf: 0,
             journal: None,
+            rsv: 0,
         }
     }
 

@@ -38,6 +38,9 @@ pub struct Bio {
     /// A jbd2 journal write of this superblock (no page-cache pages; its
     /// completion drives the commit).
     pub journal: Option<u32>,
+    /// ext4 journal credits reserved for this bio's io_end (the unwritten
+    /// extent conversion after it completes; dioread_nolock).
+    pub rsv: u32,
 }
 
 /// /sys/block/DEV/stat's write half, plus bio counts.
@@ -133,7 +136,7 @@ impl Kernel {
                 DeviceKind::Throttled { write_bps, .. } => {
                     let comm = format!("kworker/{}:1H", self.devs.len());
                     let disp = self.new_task(comm, crate::kernel::Body::Kworker, None);
-                    Backend::Throttled(Throtl::new(write_bps, disp))
+                    Backend::Throttled(Throtl::new(write_bps, disp, self.hz()))
                 }
                 DeviceKind::Disk {
                     bandwidth,
@@ -252,5 +255,8 @@ impl Kernel {
             return self.jbd2_bio_done(sb as usize);
         }
         self.end_writeback_range(b.ino, b.npages);
+        if b.rsv > 0 {
+            self.ext4_end_io_conversion(b.ino, u64::from(b.rsv));
+        }
     }
 }

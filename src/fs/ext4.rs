@@ -82,6 +82,7 @@ impl Kernel {
                 remaining: 0,
                 opf,
                 journal: None,
+                rsv: self.ext4_reserve_io(ino),
             };
             must_wait |= self.submit_bio(bio);
             p += run;

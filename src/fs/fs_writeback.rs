@@ -544,10 +544,10 @@ impl Kernel {
                 let iw = p.inode.take().expect("inode");
                 self.blk_finish_plug(pid, iw.plug);
                 // writeback_sb_inodes: if another task wants this CPU, flush
-                // the plug before cond_resched() (Linux >= 4.3, 590dca3a7187);
-                // on the host rig this is what keeps small-file merging low
-                // when anything else runs
-                if !self.runqueue.is_empty() {
+                // the plug before cond_resched() (Linux >= 4.3, 590dca3a7187):
+                // a woken task (fs_mark back from its balance_dirty_pages
+                // pause) or an expired slice
+                if self.need_resched(pid) {
                     self.blk_flush_plug(pid);
                 }
                 self.inodes[iw.ino].writeback_index = iw.cursor;
@@ -584,7 +584,11 @@ impl Kernel {
             };
             // ext4_writepages starts a journal handle (the block device's
             // own inode does not): it may wait for a full transaction
-            if !self.inodes[ino].bdev && !self.jbd2_handle_start(self.inodes[ino].sb, pid) {
+            if !self.inodes[ino].bdev
+                && self
+                    .jbd2_handle_start(self.inodes[ino].sb, pid, true)
+                    .is_none()
+            {
                 return PassStep::WaitTag;
             }
             self.wbs[wb].b_io.pop_back();

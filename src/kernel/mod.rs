@@ -98,6 +98,10 @@ pub struct Task {
     /// Woken: the task's logic runs when it gets a CPU, and the wakeup cost
     /// is added to the burst it asks for.
     pub woken: bool,
+    /// TIF_NEED_RESCHED: a task woke up wanting this task's CPU (wakeup
+    /// preemption is not carried out, only flagged for cond_resched()
+    /// callers such as the flusher).
+    pub need_resched: bool,
     pub nvcsw: u64,
     pub nivcsw: u64,
     pub utime: Ns,
@@ -236,6 +240,7 @@ impl Kernel {
             burst_left: 0,
             burst_user_left: 0,
             woken: false,
+            need_resched: false,
             nvcsw: 0,
             nivcsw: 0,
             utime: 0,

@@ -38,8 +38,27 @@ impl Kernel {
             Some(c) => {
                 self.dispatch(c, pid);
             }
-            None => self.runqueue.push_back(pid),
+            None => {
+                // check_preempt_wakeup: a task woken from sleep wants the
+                // CPU it last ran on
+                if self.tasks[pid].woken {
+                    if let Some(cur) = self.cpus[last].cur {
+                        self.tasks[cur].need_resched = true;
+                    }
+                }
+                self.runqueue.push_back(pid);
+            }
         }
+    }
+
+    /// `need_resched()` as `cond_resched()` callers see it: a woken task
+    /// wants this CPU, or the task's slice is used up while others wait.
+    /// Reading it clears the flag (the caller reschedules).
+    pub fn need_resched(&mut self, pid: Pid) -> bool {
+        let cpu = self.tasks[pid].cpu;
+        let expired = !self.runqueue.is_empty()
+            && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice;
+        std::mem::take(&mut self.tasks[pid].need_resched) || expired
     }
 
     /// Give `cpu` to `pid`. Returns false if the task (just woken) went
@@ -179,8 +198,12 @@ impl Kernel {
     }
 
     /// The task leaves the CPU: it sleeps, blocks or exits. A task that
-    /// blocks flushes its plug (`sched_submit_work`).
+    /// blocks flushes its plug (`sched_submit_work`), after its state is
+    /// set: a wakeup caused by that flush (a loop device completes at once)
+    /// finds it sleeping and makes it runnable again, as a wakeup between
+    /// `prepare_to_wait` and `schedule` does.
     fn finish_burst(&mut self, pid: Pid, action: Action) {
+        self.set_sleep_state(pid, action);
         if self.tasks[pid]
             .plug
             .as_ref()
@@ -188,6 +211,9 @@ impl Kernel {
         {
             self.blk_flush_plug(pid);
         }
+    }
+
+    fn set_sleep_state(&mut self, pid: Pid, action: Action) {
         let t = &mut self.tasks[pid];
         match action {
             Action::SleepUntil(at) => {
