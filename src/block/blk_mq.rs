@@ -159,8 +159,10 @@ impl Kernel {
             left -= n;
             let s = s_piece;
             // 1. merge into a plugged request: the newest one (6.x) or, in
-            //    the ≤ 4.x rule, any plugged request of this queue
-            if let Some(pid) = submitter {
+            //    the ≤ 4.x rule, any plugged request of this queue (flush
+            //    and FUA writes never merge)
+            let nomerge = opf & crate::block::blk_wbt::REQ_NOMERGE != 0;
+            if let Some(pid) = submitter.filter(|_| !nomerge) {
                 let any = self.sc.run.plug_merge_any;
                 let mut merged = false;
                 let nplug = self.tasks[pid].plug.as_ref().map_or(0, |p| p.reqs.len());
@@ -191,7 +193,7 @@ impl Kernel {
                 }
             }
             // 2. a request waiting in the scheduler (mq-deadline)
-            if self.dd_bio_merge(dev, id, s, n, segs) {
+            if !nomerge && self.dd_bio_merge(dev, id, s, n, segs) {
                 continue;
             }
             // 3. a new request, which needs a wbt token and a tag
@@ -204,7 +206,7 @@ impl Kernel {
                 nr_sectors: n,
                 segs,
                 pieces,
-                nomerge: false,
+                nomerge,
                 queued: now,
                 waiter: None,
                 opf,
@@ -425,7 +427,7 @@ mod tests {
             parent: None,
             remaining: 0,
             opf: 0,
-            journal: None,
+            owner: crate::block::BioOwner::Page,
             rsv: 0,
         }
     }

@@ -42,6 +42,9 @@ pub const RWB_UNKNOWN_BUMP: u32 = 5;
 pub const REQ_SYNC: u8 = 1;
 pub const REQ_BACKGROUND: u8 = 2;
 pub const REQ_META: u8 = 4;
+/// A write the block layer never merges (REQ_PREFLUSH | REQ_FUA: XFS's
+/// log buffers).
+pub const REQ_NOMERGE: u8 = 8;
 
 /// `wb_timer_fn`'s window outcomes (`LAT_*`; the trace prints the number).
 pub const LAT_UNKNOWN: u32 = 2;

@@ -35,12 +35,23 @@ pub struct Bio {
     /// `REQ_SYNC` / `REQ_BACKGROUND` from the writeback control
     /// (`wbc_to_write_flags`), `REQ_META`; wbt picks its limit from them.
     pub opf: u8,
-    /// A jbd2 journal write of this superblock (no page-cache pages; its
-    /// completion drives the commit).
-    pub journal: Option<u32>,
+    /// Who is told when the bio completes: page-cache writeback, or a
+    /// filesystem's metadata machinery (no page-cache pages).
+    pub owner: BioOwner,
     /// ext4 journal credits reserved for this bio's io_end (the unwritten
     /// extent conversion after it completes; dioread_nolock).
     pub rsv: u32,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BioOwner {
+    /// Page-cache pages of `ino` (end_page_writeback).
+    Page,
+    /// A jbd2 journal write of superblock N.
+    Jbd2(u32),
+    /// An XFS log buffer write, and an xfsaild in-place write.
+    XfsLog(u32),
+    XfsAil(u32),
 }
 
 /// /sys/block/DEV/stat's write half, plus bio counts.
@@ -251,8 +262,11 @@ impl Kernel {
             }
             return;
         }
-        if let Some(sb) = b.journal {
-            return self.jbd2_bio_done(sb as usize);
+        match b.owner {
+            BioOwner::Page => {}
+            BioOwner::Jbd2(sb) => return self.jbd2_bio_done(sb as usize),
+            BioOwner::XfsLog(sb) => return self.xfs_log_bio_done(sb as usize),
+            BioOwner::XfsAil(sb) => return self.xfs_ail_bio_done(sb as usize),
         }
         self.end_writeback_range(b.ino, b.npages);
         if b.rsv > 0 {

@@ -81,7 +81,7 @@ impl Kernel {
                 parent: None,
                 remaining: 0,
                 opf,
-                journal: None,
+                owner: crate::block::BioOwner::Page,
                 rsv: self.ext4_reserve_io(ino),
             };
             must_wait |= self.submit_bio(bio);
@@ -113,6 +113,7 @@ impl Kernel {
             _ => inode.extents.push((p, max, cursor)),
         }
         self.ext4_alloc_meta(ino);
+        self.xfs_alloc_meta(ino);
         (cursor, max)
     }
 }

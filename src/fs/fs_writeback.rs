@@ -584,11 +584,7 @@ impl Kernel {
             };
             // ext4_writepages starts a journal handle (the block device's
             // own inode does not): it may wait for a full transaction
-            if !self.inodes[ino].bdev
-                && self
-                    .jbd2_handle_start(self.inodes[ino].sb, pid, true)
-                    .is_none()
-            {
+            if !self.inodes[ino].bdev && !self.fs_trans_start(self.inodes[ino].sb, pid, true) {
                 return PassStep::WaitTag;
             }
             self.wbs[wb].b_io.pop_back();

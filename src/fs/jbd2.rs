@@ -421,7 +421,7 @@ impl Kernel {
                 parent: None,
                 remaining: 0,
                 opf,
-                journal: Some(sb as u32),
+                owner: crate::block::BioOwner::Jbd2(sb as u32),
                 rsv: 0,
             };
             // the commit task's tag and wbt waits are not modelled: its

@@ -5,6 +5,7 @@
 pub mod ext4;
 pub mod fs_writeback;
 pub mod jbd2;
+pub mod xfs_log;
 
 use crate::kernel::{InodeId, Kernel, WbId};
 use crate::mm::backing_dev::Wb;
@@ -63,8 +64,9 @@ pub struct SuperBlock {
     /// First data sector of each group (after its metadata).
     pub ag_data_start: Vec<u64>,
     pub next_ino: u64,
-    /// ext4's metadata model (`filesystems.NAME.metadata`).
+    /// ext4's and XFS's metadata models (`filesystems.NAME.metadata`).
     pub ext4: Option<Box<crate::fs::jbd2::Ext4Meta>>,
+    pub xfs: Option<Box<crate::fs::xfs_log::XfsMeta>>,
 }
 
 impl SuperBlock {
@@ -123,8 +125,12 @@ impl Kernel {
                 ag_sectors: self.sc.devices[f.device].size / 512 / f.agcount as u64,
                 next_ino: 12,
                 ext4: None,
+                xfs: None,
             });
-            if f.metadata {
+            if f.metadata && f.kind == crate::scenario::FsKind::Xfs {
+                let sb = self.sbs.len() - 1;
+                self.xfs_mkfs_meta(sb);
+            } else if f.metadata {
                 let sb = self.sbs.len() - 1;
                 let start = self.ext4_mkfs_meta(sb, f.journal_size, f.commit_interval);
                 self.sbs[sb].ag_cursor = start.clone();
@@ -143,7 +149,18 @@ impl Kernel {
     pub fn create_inode_in(&mut self, sb: usize, ag: u32) -> InodeId {
         let ino = self.new_inode(sb, ag);
         self.ext4_create_meta(ino);
+        self.xfs_create_meta(ino);
         ino
+    }
+
+    /// A filesystem transaction starts (a create, or ->writepages with its
+    /// allocation): ext4's journal handle (`reserve`: writeback's reserved
+    /// credits), or XFS's log reservation. False if `pid` must wait.
+    pub fn fs_trans_start(&mut self, sb: usize, pid: crate::kernel::Pid, reserve: bool) -> bool {
+        if self.sbs[sb].xfs.is_some() {
+            return self.xfs_trans_reserve(sb, pid);
+        }
+        self.jbd2_handle_start(sb, pid, reserve).is_some()
     }
 
     /// `new_inode`: the VFS inode alone.

@@ -46,6 +46,8 @@ pub enum Ev {
     WbtTimer { dev: u32 },
     /// jbd2's commit timer for transaction `tid` of a superblock.
     JournalCommit { sb: u32, tid: u32 },
+    /// XFS's log worker (every 30 s).
+    XfsLogWorker { sb: u32 },
     /// A request completes on a device (disk, ssd, hdd time it when the
     /// driver takes it).
     ReqDone { rq: u32 },
@@ -288,6 +290,7 @@ impl Kernel {
             Ev::ThrotlTimer { dev } => self.blk_throtl_timer(dev as usize),
             Ev::WbtTimer { dev } => self.wbt_timer(dev as usize),
             Ev::JournalCommit { sb, tid } => self.jbd2_commit_timer(sb as usize, tid),
+            Ev::XfsLogWorker { sb } => self.xfs_log_worker(sb as usize),
             Ev::ReqDone { rq } => {
                 let (q, dev) = {
                     let r = self.reqs[rq as usize].as_ref().expect("rq");

@@ -193,10 +193,10 @@ pub struct Filesystem {
     /// Allocation groups (XFS agcount; ext4 flex groups play the same
     /// role): each directory allocates from its own region of the device.
     pub agcount: u32,
-    /// Model the filesystem's metadata IO (ext4: the jbd2 journal and the
+    /// Model the filesystem's metadata IO: ext4's jbd2 journal and the
     /// in-place writeback of inode table, directory and bitmap blocks
-    /// through the block device's inode). XFS's log is not modelled yet,
-    /// so this is off for xfs.
+    /// through the block device's inode (fs/jbd2.rs); XFS's delayed
+    /// logging, log buffers and xfsaild (fs/xfs_log.rs).
     pub metadata: bool,
     /// ext4's `commit=` mount option: the journal commit interval.
     pub commit_interval: Ns,
@@ -1181,16 +1181,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             .uint(&p("agcount"), 1, 4096)?
             .map(|x| x.0 as u32)
             .unwrap_or(4);
-        let metadata = match r.boolean(&p("metadata"), false)? {
-            Some(true) if kind == FsKind::Xfs => {
-                return err(
-                    &r.raw.tables.get(&format!("filesystems.{fname}")).cloned().unwrap_or(Origin::Builtin),
-                    "`metadata = true` on xfs: XFS's log and inode writeback are not modelled yet; expected false or an ext4 filesystem".to_string(),
-                )
-            }
-            Some(m) => m,
-            None => kind == FsKind::Ext4,
-        };
+        let metadata = r.boolean(&p("metadata"), false)?.unwrap_or(true);
         let commit_interval = match r.duration(&p("commit"))? {
             Some((v, e)) if v < NSEC_PER_SEC => {
                 return err(

@@ -82,7 +82,7 @@ impl Kernel {
                 },
                 Stage::Creating { files } => {
                     for k in 0..files {
-                        if self.jbd2_handle_start(f.sb, pid, false).is_none() {
+                        if !self.fs_trans_start(f.sb, pid, false) {
                             // ext4_create's handle waits for the journal
                             f.stage = Stage::Creating { files: files - k };
                             return Action::Block;

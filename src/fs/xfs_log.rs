@@ -1,0 +1,380 @@
+//! XFS's metadata IO: delayed logging (fs/xfs/xfs_log_cil.c), the log
+//! buffers (xfs_log.c) and the AIL's in-place writeback by xfsaild
+//! (xfs_trans_ail.c, xfs_buf.c `xfs_buf_delwri_submit`).
+//!
+//! Metadata objects, as the host rig's 6.18 kernel showed them
+//! (/work/rigdata/smallfile-xfs/REPORT.md; mkfs.xfs defaults: 512-byte
+//! inodes, 32 KiB inode chunks of 64 inodes written as 16 KiB clusters,
+//! 4 KiB directory blocks, logbsize 32k):
+//! - a create allocates its inode from the AG's current chunk (a new chunk
+//!   is allocated next to the AG's data every 64 creates) and adds an entry
+//!   to its directory's last data block (a new block when it is full);
+//! - a delalloc allocation at writeback relogs the inode.
+//!
+//! What is logged, in bytes (delayed logging keeps one copy of an item per
+//! checkpoint, however often it is relogged): an inode item
+//! (`XFS_LOG_INODE_BYTES`, the v3 log dinode with its format header and
+//! op headers), 128-byte chunks of a directory block (`XFS_BLF_CHUNK`: an
+//! entry's chunk and the block header's), and per AG per checkpoint the
+//! AGI, AGF and btree chunks. The CIL is pushed when it holds an eighth of
+//! the log (`XLOG_CIL_SPACE_LIMIT`) or by the log worker every 30 s; a push
+//! writes the checkpoint sequentially in 32 KiB log buffers, each its own
+//! request (REQ_PREFLUSH | REQ_FUA: never merged), from the CIL worker.
+//!
+//! After a checkpoint the inode clusters and directory blocks it logged are
+//! in the AIL. When the log is three quarters used (the push target keeps a
+//! quarter free) or the log worker runs, xfsaild writes every item in the
+//! AIL in place, sorted by disk address, under one plug: adjacent buffers
+//! merge. Its completion moves the log tail. Transactions wait for log space
+//! when the log is full (`xlog_grant_head_wait`).
+//!
+//! Not modelled: log forces from xfsaild pushing pinned items (the rig's
+//! log writes come in bursts of 0.5 MiB, not whole checkpoints), inode
+//! btree and free-space btree block writes, the AG headers' in-place writes.
+
+use crate::block::{Bio, BioOwner};
+use crate::kernel::{Ev, InodeId, Kernel, Pid};
+use crate::mm::filemap::RangeSet;
+use crate::sim::{Ns, NSEC_PER_SEC};
+
+/// Bytes an inode item adds to a checkpoint.
+pub const XFS_LOG_INODE_BYTES: u64 = 304;
+/// `XFS_BLF_CHUNK`: buffers are logged in 128-byte chunks.
+pub const XFS_BLF_CHUNK: u64 = 128;
+/// Directory entries per 128-byte chunk (~40-byte entries).
+pub const DIR_ENTRIES_PER_CHUNK: u64 = 3;
+/// Entries per 4 KiB directory data block (XFS fills a block before the
+/// next; the rig wrote each directory block exactly once).
+pub const XFS_DIR_ENTRIES_PER_BLOCK: u64 = 80;
+/// Inodes per chunk and per cluster buffer (512-byte inodes).
+pub const INODES_PER_CHUNK: u64 = 64;
+pub const INODES_PER_CLUSTER: u64 = 32;
+/// AGI + AGF + inode/free-space btree chunks logged per AG per checkpoint.
+pub const AG_HEADER_BYTES: u64 = 6 * XFS_BLF_CHUNK;
+/// The log worker's period (`xfs_syncd_centisecs` = 3000).
+pub const XFS_LOG_WORKER: Ns = 30 * NSEC_PER_SEC;
+
+/// mkfs.xfs's default internal log: 64 MiB up to 2 GiB, about 1/2048 of
+/// the filesystem.
+pub fn default_log_blocks(fs_blocks: u64) -> u64 {
+    (fs_blocks / 2048).clamp(16384, 524288)
+}
+
+#[derive(Debug)]
+pub struct XfsMeta {
+    /// The CIL push worker and xfsaild.
+    pub cil_task: Pid,
+    pub ail_task: Pid,
+    pub log_start: u64,
+    pub log_blocks: u64,
+    /// Next log block to write, and log bytes between tail and head.
+    pub head: u64,
+    pub used: u64,
+    pub logbsize: u64,
+    /// The running checkpoint: bytes, the inodes and directory chunks it
+    /// holds (one copy each), the AGs whose headers it logged, and the
+    /// blocks it will put in the AIL.
+    pub cil_bytes: u64,
+    pub cil_inodes: RangeSet,
+    pub cil_chunks: RangeSet,
+    pub cil_ags: Vec<bool>,
+    pub cil_blocks: RangeSet,
+    /// A push in flight: its blocks and log buffers still being written.
+    pub pushing: Option<(RangeSet, u32)>,
+    pub push_again: bool,
+    /// Items to write in place, and an AIL push in flight (bios left, bytes
+    /// of log it frees).
+    pub ail: RangeSet,
+    pub ail_push: Option<(u32, u64)>,
+    /// Per AG: the current inode chunk's first block and inodes used; the
+    /// directory's current data block and its entries.
+    pub chunk: Vec<(u64, u64)>,
+    pub dir: Vec<(u64, u64)>,
+    /// Tasks waiting for log space.
+    pub waiters: Vec<Pid>,
+    pub pushes: u64,
+    pub log_bytes: u64,
+}
+
+impl Kernel {
+    /// mkfs + mount: the internal log in the middle AG, the CIL worker,
+    /// xfsaild and the log worker's timer.
+    pub fn xfs_mkfs_meta(&mut self, sb: usize) {
+        let s = &self.sbs[sb];
+        let agcount = s.ag_cursor.len() as u64;
+        let ag_blocks = s.ag_sectors / 8;
+        let log_blocks = default_log_blocks(agcount * ag_blocks);
+        let mid = (agcount / 2) as usize;
+        let log_start = s.ag_cursor[mid] / 8;
+        let dev = self.sc.devices[s.dev].name.clone();
+        self.sbs[sb].ag_cursor[mid] += log_blocks * 8;
+        self.sbs[sb].ag_data_start[mid] += log_blocks * 8;
+        let cil_task = self.new_task(
+            format!("kworker/u{}:x", 2 * self.sc.machine.cpus),
+            crate::kernel::Body::Kworker,
+            None,
+        );
+        let ail_task = self.new_task(format!("xfsaild/{dev}"), crate::kernel::Body::Kworker, None);
+        self.sbs[sb].xfs = Some(Box::new(XfsMeta {
+            cil_task,
+            ail_task,
+            log_start,
+            log_blocks,
+            head: 0,
+            used: 0,
+            logbsize: 32 << 10,
+            cil_bytes: 0,
+            cil_inodes: RangeSet::default(),
+            cil_chunks: RangeSet::default(),
+            cil_ags: vec![false; agcount as usize],
+            cil_blocks: RangeSet::default(),
+            pushing: None,
+            push_again: false,
+            ail: RangeSet::default(),
+            ail_push: None,
+            chunk: vec![(0, INODES_PER_CHUNK); agcount as usize],
+            dir: vec![(0, XFS_DIR_ENTRIES_PER_BLOCK); agcount as usize],
+            waiters: Vec::new(),
+            pushes: 0,
+            log_bytes: 0,
+        }));
+        let at = self.now() + XFS_LOG_WORKER;
+        self.q.schedule(at, Ev::XfsLogWorker { sb: sb as u32 });
+    }
+
+    /// `xfs_trans_reserve` → `xlog_grant_head_check`: a transaction may
+    /// start unless the log is nearly full; then it waits for xfsaild.
+    pub fn xfs_trans_reserve(&mut self, sb: usize, pid: Pid) -> bool {
+        let Some(x) = self.sbs[sb].xfs.as_mut() else {
+            return true;
+        };
+        if x.used + x.cil_bytes < x.log_blocks * 4096 * 15 / 16 {
+            return true;
+        }
+        if !x.waiters.contains(&pid) {
+            x.waiters.push(pid);
+        }
+        self.xfs_ail_push(sb);
+        false
+    }
+
+    /// Log an object into the running checkpoint.
+    fn xfs_log(&mut self, sb: usize, bytes: u64) {
+        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+        x.cil_bytes += bytes;
+        if x.cil_bytes >= x.log_blocks * 4096 / 8 {
+            self.xfs_cil_push(sb);
+        }
+    }
+
+    /// The inode item of `ino` (once per checkpoint), and its cluster
+    /// buffer for the AIL.
+    fn xfs_log_inode(&mut self, ino: InodeId) {
+        let sb = self.inodes[ino].sb;
+        let (ag, iblock) = (self.inodes[ino].ag as usize, self.inodes[ino].iblock);
+        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+        let mut bytes = 0;
+        if x.cil_inodes.insert(ino as u64, ino as u64 + 1) > 0 {
+            bytes += XFS_LOG_INODE_BYTES;
+        }
+        if !x.cil_ags[ag] {
+            x.cil_ags[ag] = true;
+            bytes += AG_HEADER_BYTES;
+        }
+        // the 16 KiB cluster buffer holding the inode
+        x.cil_blocks.insert(iblock, iblock + 4);
+        self.xfs_log(sb, bytes);
+    }
+
+    /// `xfs_create`: an inode from the AG's chunk (a new 32 KiB chunk next
+    /// to the AG's data when it is used up), the inode item and the
+    /// directory entry's chunk.
+    pub fn xfs_create_meta(&mut self, ino: InodeId) {
+        let (sb, ag) = (self.inodes[ino].sb, self.inodes[ino].ag as usize);
+        if self.sbs[sb].xfs.is_none() {
+            return;
+        }
+        let x = self.sbs[sb].xfs.as_ref().expect("xfs");
+        let (mut chunk, mut used) = x.chunk[ag];
+        if used == INODES_PER_CHUNK {
+            let cursor = self.sbs[sb].ag_cursor[ag];
+            self.sbs[sb].ag_cursor[ag] += 64;
+            (chunk, used) = (cursor / 8, 0);
+        }
+        self.inodes[ino].iblock = chunk + (used / INODES_PER_CLUSTER) * 4;
+        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+        x.chunk[ag] = (chunk, used + 1);
+        self.xfs_log_inode(ino);
+        // the directory: its last data block, a new one when full
+        let x = self.sbs[sb].xfs.as_ref().expect("xfs");
+        let (mut dblock, mut entries) = x.dir[ag];
+        if entries == XFS_DIR_ENTRIES_PER_BLOCK {
+            dblock = self.sbs[sb].ag_cursor[ag] / 8;
+            self.sbs[sb].ag_cursor[ag] += 8;
+            entries = 0;
+        }
+        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+        x.dir[ag] = (dblock, entries + 1);
+        x.cil_blocks.insert(dblock, dblock + 1);
+        // the entry's 128-byte chunk and the block header's (bestfree)
+        let base = dblock * (4096 / XFS_BLF_CHUNK);
+        let mut bytes = 0;
+        for c in [base, base + 1 + entries / DIR_ENTRIES_PER_CHUNK] {
+            bytes += x.cil_chunks.insert(c, c + 1) * XFS_BLF_CHUNK;
+        }
+        self.xfs_log(sb, bytes);
+    }
+
+    /// A delalloc allocation at writeback relogs the inode.
+    pub fn xfs_alloc_meta(&mut self, ino: InodeId) {
+        if self.sbs[self.inodes[ino].sb].xfs.is_some() {
+            self.xfs_log_inode(ino);
+        }
+    }
+
+    /// `xlog_cil_push_work`: write the checkpoint in log buffers at the log
+    /// head, one request each; its items go to the AIL when it is on disk.
+    fn xfs_cil_push(&mut self, sb: usize) {
+        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+        if x.cil_bytes == 0 {
+            return;
+        }
+        if x.pushing.is_some() {
+            x.push_again = true;
+            return;
+        }
+        let bytes = std::mem::take(&mut x.cil_bytes);
+        x.cil_inodes = RangeSet::default();
+        x.cil_chunks = RangeSet::default();
+        x.cil_ags.iter_mut().for_each(|a| *a = false);
+        let blocks = std::mem::take(&mut x.cil_blocks);
+        let nbufs = bytes.div_ceil(x.logbsize);
+        x.pushes += 1;
+        x.log_bytes += nbufs * x.logbsize;
+        x.used += nbufs * x.logbsize;
+        x.pushing = Some((blocks, nbufs as u32));
+        let (task, start, len, bsz) = (x.cil_task, x.log_start, x.log_blocks, x.logbsize / 4096);
+        let dev = self.sbs[sb].dev;
+        let plugged = self.blk_start_plug(task);
+        for _ in 0..nbufs {
+            let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+            let at = x.head;
+            x.head = (x.head + bsz) % (len - len % bsz);
+            use crate::block::blk_wbt::{REQ_META, REQ_NOMERGE, REQ_SYNC};
+            let bio = Bio {
+                dev,
+                sector: (start + at) * 8,
+                nr_sectors: bsz * 8,
+                ino: 0,
+                page_start: 0,
+                npages: 0,
+                submitter: task,
+                submit_time: self.now(),
+                seg_sectors: 8,
+                parent: None,
+                remaining: 0,
+                opf: REQ_SYNC | REQ_META | REQ_NOMERGE,
+                owner: BioOwner::XfsLog(sb as u32),
+                rsv: 0,
+            };
+            let _ = self.submit_bio(bio);
+        }
+        self.blk_finish_plug(task, plugged);
+    }
+
+    /// A log buffer is on disk; the last one puts the checkpoint's items in
+    /// the AIL, and a full log starts xfsaild.
+    pub fn xfs_log_bio_done(&mut self, sb: usize) {
+        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+        let p = x.pushing.as_mut().expect("a push in flight");
+        p.1 -= 1;
+        if p.1 > 0 {
+            return;
+        }
+        let (blocks, _) = x.pushing.take().expect("push");
+        for &(s, e) in blocks.ranges() {
+            x.ail.insert(s, e);
+        }
+        let again = std::mem::take(&mut x.push_again) || x.cil_bytes >= x.log_blocks * 4096 / 8;
+        if x.used >= x.log_blocks * 4096 * 3 / 4 {
+            self.xfs_ail_push(sb);
+        }
+        if again {
+            self.xfs_cil_push(sb);
+        }
+    }
+
+    /// `xfsaild_push` → `xfs_buf_delwri_submit`: write every AIL item in
+    /// place, in disk order, under one plug; the log tail moves when they
+    /// are written.
+    fn xfs_ail_push(&mut self, sb: usize) {
+        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+        if x.ail_push.is_some() || x.ail.is_empty() {
+            return;
+        }
+        let items = std::mem::take(&mut x.ail);
+        let frees = x.used;
+        let (task, dev) = (x.ail_task, self.sbs[sb].dev);
+        let runs = items.ranges().to_vec();
+        self.sbs[sb].xfs.as_mut().expect("xfs").ail_push = Some((runs.len() as u32, frees));
+        let plugged = self.blk_start_plug(task);
+        for (s, e) in runs {
+            let bio = Bio {
+                dev,
+                sector: s * 8,
+                nr_sectors: (e - s) * 8,
+                ino: 0,
+                page_start: 0,
+                npages: 0,
+                submitter: task,
+                submit_time: self.now(),
+                seg_sectors: 8,
+                parent: None,
+                remaining: 0,
+                opf: crate::block::blk_wbt::REQ_META,
+                owner: BioOwner::XfsAil(sb as u32),
+                rsv: 0,
+            };
+            let _ = self.submit_bio(bio);
+        }
+        self.blk_finish_plug(task, plugged);
+    }
+
+    /// An AIL write is done; the last one moves the tail and wakes the
+    /// transactions waiting for log space.
+    pub fn xfs_ail_bio_done(&mut self, sb: usize) {
+        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+        let p = x.ail_push.as_mut().expect("an AIL push in flight");
+        p.0 -= 1;
+        if p.0 > 0 {
+            return;
+        }
+        let (_, frees) = x.ail_push.take().expect("push");
+        x.used -= frees.min(x.used);
+        for p in std::mem::take(&mut x.waiters) {
+            self.wake_up_process(p);
+        }
+    }
+
+    /// `xfs_log_worker`: force the log and push the whole AIL, every 30 s.
+    pub fn xfs_log_worker(&mut self, sb: usize) {
+        self.xfs_cil_push(sb);
+        self.xfs_ail_push(sb);
+        let at = self.now() + XFS_LOG_WORKER;
+        self.q.schedule(at, Ev::XfsLogWorker { sb: sb as u32 });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mkfs_log_sizes() {
+        // the rig's 16 GiB filesystem: 64 MiB
+        assert_eq!(default_log_blocks(4 << 20) * 4096, 64 << 20);
+        // 1 TiB: 512 MiB; capped at 2 GiB
+        assert_eq!(default_log_blocks(256 << 20) * 4096, 512 << 20);
+        assert_eq!(default_log_blocks(u64::MAX / 4096) * 4096, 2 << 30);
+    }
+}
