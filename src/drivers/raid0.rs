@@ -28,20 +28,31 @@ pub fn raid0_map(
     sector: u64,
     nr_sectors: u64,
 ) -> Vec<(u32, u64, u64)> {
+    raid0_pieces(chunk_sectors, ndevs, sector, nr_sectors).collect()
+}
+
+/// [`raid0_map`]'s pieces, one at a time (nothing allocated).
+pub fn raid0_pieces(
+    chunk_sectors: u64,
+    ndevs: u32,
+    sector: u64,
+    nr_sectors: u64,
+) -> impl Iterator<Item = (u32, u64, u64)> {
     assert!(chunk_sectors > 0, "raid0: chunk_sectors must be > 0");
     assert!(ndevs > 0, "raid0: ndevs must be > 0");
     let n = ndevs as u64;
     let end = sector + nr_sectors;
-    let mut pieces = Vec::with_capacity((nr_sectors / chunk_sectors + 2) as usize);
     let mut s = sector;
-    while s < end {
+    std::iter::from_fn(move || {
+        if s >= end {
+            return None;
+        }
         let c = s / chunk_sectors;
         let off = s % chunk_sectors;
         let len = (chunk_sectors - off).min(end - s);
-        pieces.push(((c % n) as u32, (c / n) * chunk_sectors + off, len));
         s += len;
-    }
-    pieces
+        Some(((c % n) as u32, (c / n) * chunk_sectors + off, len))
+    })
 }
 
 /// A RAID 0 array's geometry.
