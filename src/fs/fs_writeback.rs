@@ -215,7 +215,7 @@ impl Kernel {
         let inodes = self
             .inodes
             .iter()
-            .filter(|i| i.i_state & I_DIRTY_PAGES != 0)
+            .filter(|(_, i)| i.i_state & I_DIRTY_PAGES != 0)
             .count();
         (self.vm.nr_dirty as usize + inodes) as i64
     }

@@ -4,12 +4,15 @@
 
 pub mod ext4;
 pub mod fs_writeback;
+pub mod inode;
 
 use crate::kernel::{InodeId, Kernel, WbId};
 use crate::mm::backing_dev::Wb;
 use crate::mm::filemap::RangeSet;
 
 pub const I_DIRTY_PAGES: u32 = 1 << 2;
+/// Evicted: the inode is gone (its id is never used again).
+pub const I_FREEING: u32 = 1 << 5;
 pub const I_SYNC: u32 = 1 << 7;
 pub const I_SYNC_QUEUED: u32 = 1 << 17;
 
@@ -20,6 +23,7 @@ pub enum WbList {
     MoreIo,
 }
 
+#[derive(Default)]
 pub struct Inode {
     pub ino: u64,
     pub sb: usize,
@@ -40,6 +44,8 @@ pub struct Inode {
     pub extents: crate::sim::vec1::Vec1<(u64, u64, u64)>,
     /// Allocation group of the inode's directory.
     pub ag: u32,
+    /// Open file references (`i_count`): 0 once the file is closed.
+    pub i_count: u32,
 }
 
 pub struct SuperBlock {
@@ -138,8 +144,31 @@ impl Kernel {
             list: None,
             extents: Default::default(),
             ag,
-        });
-        self.inodes.len() - 1
+            i_count: 1,
+        })
+    }
+
+    /// `iput` of the creator's reference: the file is closed.
+    pub fn iput(&mut self, ino: InodeId) {
+        self.inodes[ino].i_count -= 1;
+        self.inode_maybe_evict(ino);
+        self.inodes.release_evicted();
+    }
+
+    /// Evict an inode nothing will touch again (`evict()`, reached through
+    /// `prune_icache_sb` or the last `iput`): closed, clean, not being
+    /// written, on no writeback list and without page-cache pages.
+    pub fn inode_maybe_evict(&mut self, ino: InodeId) {
+        let i = &self.inodes[ino];
+        if i.i_count == 0
+            && i.nr_cached == 0
+            && i.i_state == 0
+            && i.list.is_none()
+            && i.nr_writeback == 0
+            && i.dirty.is_empty()
+        {
+            self.inodes.evict(ino);
+        }
     }
 
     /// `__mark_inode_dirty(inode, I_DIRTY_PAGES)`: the first dirtying puts

@@ -8,7 +8,7 @@ pub mod time;
 
 use crate::block::{Bio, BlockDev};
 use crate::fs::fs_writeback::FlusherState;
-use crate::fs::{Inode, SuperBlock};
+use crate::fs::SuperBlock;
 use crate::metrics::Recorder;
 use crate::mm::backing_dev::Wb;
 use crate::mm::page_writeback::WbDomain;
@@ -133,7 +133,7 @@ pub struct Kernel {
     pub vm: VmStat,
     pub dom: WbDomain,
     pub wbs: Vec<Wb>,
-    pub inodes: Vec<Inode>,
+    pub inodes: crate::fs::inode::InodeTable,
     pub sbs: Vec<SuperBlock>,
     pub devs: Vec<BlockDev>,
     pub bios: Vec<Option<Bio>>,
@@ -185,7 +185,7 @@ impl Kernel {
             vm: VmStat::default(),
             dom: WbDomain::default(),
             wbs: Vec::new(),
-            inodes: Vec::new(),
+            inodes: Default::default(),
             sbs: Vec::new(),
             devs: Vec::new(),
             bios: Vec::new(),
@@ -351,7 +351,7 @@ impl Kernel {
             return Err("file LRU != nr_file_pages".into());
         }
         let (mut cached, mut dirty, mut wback) = (0u64, 0u64, 0u64);
-        for (i, ino) in self.inodes.iter().enumerate() {
+        for (i, ino) in self.inodes.iter() {
             let d = ino.dirty.count();
             if d + ino.nr_writeback > ino.nr_cached {
                 return Err(format!(

@@ -169,35 +169,40 @@ impl Kernel {
 
     /// Keep free memory above the reserve by dropping clean page-cache pages
     /// (a stand-in for kswapd until reclaim is modelled). Clean pages go
-    /// from the inodes in order, oldest inode first.
+    /// from the inodes in order, oldest inode first, from where the last
+    /// call stopped and round again; an unused inode whose last page goes is
+    /// evicted (`prune_icache_sb`).
     fn maybe_reclaim_clean(&mut self) {
         let reserve = self.dom.totalreserve_pages;
         if self.vm.nr_free_pages > reserve * 2 {
             return;
         }
         let mut want = reserve * 4 - self.vm.nr_free_pages.min(reserve * 4);
-        let mut i = self.dom.reclaim_cursor;
-        let n = self.inodes.len();
-        for _ in 0..n {
+        // evicted inodes had no pages: starting past them changes nothing
+        let (lo, hi) = (self.inodes.first_id(), self.inodes.end_id());
+        let mut i = self.dom.reclaim_cursor.max(lo);
+        for _ in lo..hi {
             if want == 0 {
                 break;
             }
-            let inode = &mut self.inodes[i % n];
+            let inode = &self.inodes[i];
             let clean = inode.nr_cached - inode.dirty.count() - inode.nr_writeback;
             let take = clean.min(want);
             if take > 0 {
-                inode.nr_cached -= take;
+                self.inodes[i].nr_cached -= take;
                 self.vm.nr_file_pages -= take;
                 self.vm.nr_inactive_file -= take;
                 self.vm.nr_free_pages += take;
                 self.vm.pgsteal += take;
                 want -= take;
+                self.inode_maybe_evict(i);
             }
             if want > 0 {
-                i += 1;
+                i = if i + 1 == hi { lo } else { i + 1 };
             }
         }
-        self.dom.reclaim_cursor = i % n.max(1);
+        self.dom.reclaim_cursor = i;
+        self.inodes.release_evicted();
     }
 }
 
