@@ -19,10 +19,13 @@ pub const NSEC_PER_SEC: Ns = 1_000_000_000;
 /// two can never disagree: jiffy `base + j` starts at `ceil(j * 1e9 / HZ)` ns.
 /// As in the kernel, `jiffies` does not start at 0 but at `INITIAL_JIFFIES`
 /// (`base`), so no code can mistake an early timestamp for "never".
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Jiffies {
     pub hz: u64,
     pub base: u64,
+    /// The last jiffy looked up, `(start, end, jiffies)`: the clock is read
+    /// many times per tick, and a division per read is slow.
+    last: std::cell::Cell<(Ns, Ns, u64)>,
 }
 
 /// `INITIAL_JIFFIES` on 64-bit: `(unsigned long)(unsigned int)(-300 * HZ)`.
@@ -32,13 +35,26 @@ pub fn initial_jiffies(hz: u64) -> u64 {
 
 impl Jiffies {
     pub fn new(hz: u64) -> Jiffies {
+        Jiffies::with_base(hz, initial_jiffies(hz))
+    }
+    pub fn with_base(hz: u64, base: u64) -> Jiffies {
         Jiffies {
             hz,
-            base: initial_jiffies(hz),
+            base,
+            last: Default::default(),
         }
     }
     /// The value of the `jiffies` variable at time `t`.
     pub fn at(&self, t: Ns) -> u64 {
+        let (start, end, j) = self.last.get();
+        if start <= t && t < end {
+            return j;
+        }
+        let j = self.compute(t);
+        self.last.set((self.start_of(j), self.start_of(j + 1), j));
+        j
+    }
+    fn compute(&self, t: Ns) -> u64 {
         if NSEC_PER_SEC.is_multiple_of(self.hz) {
             self.base + t / (NSEC_PER_SEC / self.hz)
         } else {
@@ -381,7 +397,7 @@ mod tests {
     #[test]
     fn jiffies_round_trip() {
         for hz in [100, 250, 300, 1000] {
-            let j = Jiffies { hz, base: 0 };
+            let j = Jiffies::with_base(hz, 0);
             for k in 0..2000u64 {
                 let t = j.start_of(k);
                 assert_eq!(j.at(t), k, "hz={hz} k={k}");
