@@ -45,14 +45,14 @@ impl Kernel {
     pub fn ext4_submit_pages(&mut self, pid: Pid, ino: InodeId, start: u64, n: u64) -> bool {
         let spp = self.page_size() / 512;
         // a segment is a folio, at most max_segment_size (64 KiB)
-        let folio = self.sbs[self.inodes[ino].sb].max_folio_pages * self.page_size();
+        let folio = self.sbs[self.inodes[ino].sb as usize].max_folio_pages * self.page_size();
         let seg_sectors = folio.min(64 << 10) / 512;
         let mut must_wait = false;
         let mut p = start;
         let end = start + n;
         while p < end {
             let (sector, run) = self.ext4_map_blocks(ino, p, end - p);
-            let dev = self.sbs[self.inodes[ino].sb].dev;
+            let dev = self.sbs[self.inodes[ino].sb as usize].dev;
             let bio = Bio {
                 dev,
                 sector,
@@ -83,7 +83,7 @@ impl Kernel {
             }
         }
         // allocate: extend the last extent if it ends where the allocator is
-        let (sb, ag) = (inode.sb, inode.ag as usize);
+        let (sb, ag) = (inode.sb as usize, inode.ag as usize);
         let cursor = self.sbs[sb].ag_cursor[ag];
         self.sbs[sb].ag_cursor[ag] += max * spp;
         let inode = &mut self.inodes[ino];

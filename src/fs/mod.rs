@@ -23,10 +23,14 @@ pub enum WbList {
     MoreIo,
 }
 
+/// An inode: 128 bytes, cache-line aligned (a small-file run keeps a
+/// million of them).
 #[derive(Default)]
+#[repr(align(64))]
 pub struct Inode {
     pub ino: u64,
-    pub sb: usize,
+    /// Index of the superblock.
+    pub sb: u32,
     pub wb: WbId,
     /// Pages from 0 to the end of the file's data.
     pub nr_pages_span: u64,
@@ -45,8 +49,10 @@ pub struct Inode {
     /// Allocation group of the inode's directory.
     pub ag: u32,
     /// Open file references (`i_count`): 0 once the file is closed.
-    pub i_count: u32,
+    pub i_count: u16,
 }
+
+const _: () = assert!(std::mem::size_of::<Inode>() <= 128);
 
 pub struct SuperBlock {
     pub name: String,
@@ -132,7 +138,7 @@ impl Kernel {
         s.next_ino += 1;
         self.inodes.push(Inode {
             ino,
-            sb,
+            sb: sb as u32,
             wb: s.wb,
             nr_pages_span: 0,
             nr_cached: 0,

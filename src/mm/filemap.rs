@@ -11,15 +11,15 @@ use crate::kernel::{InodeId, Kernel, Pid};
 #[derive(Clone, Debug, Default)]
 pub struct RangeSet {
     v: crate::sim::vec1::Vec1<(u64, u64)>,
-    count: u64,
 }
 
 impl RangeSet {
+    /// Pages in the set.
     pub fn count(&self) -> u64 {
-        self.count
+        self.v.as_slice().iter().map(|&(a, b)| b - a).sum()
     }
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.v.is_empty() // no range is empty
     }
     /// Index of the first range whose end is after `x`.
     fn first_ending_after(&self, x: u64) -> usize {
@@ -53,9 +53,7 @@ impl RangeSet {
             hi += 1;
         }
         self.v.replace_range(lo, hi, (ns, ne));
-        let added = (e - s) - before;
-        self.count += added;
-        added
+        (e - s) - before
     }
     /// Remove and return the first contiguous run at or after `idx`, at most
     /// `max` pages long.
@@ -75,7 +73,6 @@ impl RangeSet {
                 self.v.insert(i + 1, (e, b));
             }
         }
-        self.count -= e - s;
         Some((s, e - s))
     }
     /// The first page at or after `idx` in the set.
