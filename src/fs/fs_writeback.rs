@@ -240,19 +240,21 @@ impl Kernel {
         // b_io is empty here: b_more_io becomes b_io in order
         while let Some(i) = w.b_more_io.pop_back() {
             w.b_io.push_front(i);
+            let inode = &mut self.inodes[i];
+            inode.list = Some(WbList::Io);
+            inode.i_state |= I_SYNC_QUEUED;
         }
         let mut moved = 0;
         while let Some(&i) = w.b_dirty.back() {
-            if self.inodes[i].dirtied_when > dirtied_before {
+            let inode = &mut self.inodes[i];
+            if inode.dirtied_when > dirtied_before {
                 break;
             }
+            inode.list = Some(WbList::Io);
+            inode.i_state |= I_SYNC_QUEUED;
             w.b_dirty.pop_back();
             w.b_io.push_front(i);
             moved += 1;
-        }
-        for &i in w.b_io.iter() {
-            self.inodes[i].list = Some(WbList::Io);
-            self.inodes[i].i_state |= I_SYNC_QUEUED;
         }
         if self.tracer.on.writeback_queue_io {
             let now = self.jiffies() as i64;
