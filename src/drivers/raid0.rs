@@ -31,7 +31,8 @@ pub fn raid0_map(
     raid0_pieces(chunk_sectors, ndevs, sector, nr_sectors).collect()
 }
 
-/// [`raid0_map`]'s pieces, one at a time (nothing allocated).
+/// [`raid0_map`]'s pieces, one at a time (nothing allocated): after the
+/// first piece, each starts a chunk on the next member.
 pub fn raid0_pieces(
     chunk_sectors: u64,
     ndevs: u32,
@@ -41,17 +42,24 @@ pub fn raid0_pieces(
     assert!(chunk_sectors > 0, "raid0: chunk_sectors must be > 0");
     assert!(ndevs > 0, "raid0: ndevs must be > 0");
     let n = ndevs as u64;
-    let end = sector + nr_sectors;
-    let mut s = sector;
+    let c = sector / chunk_sectors;
+    let (mut member, mut stripe) = (c % n, c / n);
+    let mut off = sector % chunk_sectors;
+    let mut left = nr_sectors;
     std::iter::from_fn(move || {
-        if s >= end {
+        if left == 0 {
             return None;
         }
-        let c = s / chunk_sectors;
-        let off = s % chunk_sectors;
-        let len = (chunk_sectors - off).min(end - s);
-        s += len;
-        Some(((c % n) as u32, (c / n) * chunk_sectors + off, len))
+        let len = (chunk_sectors - off).min(left);
+        let piece = (member as u32, stripe * chunk_sectors + off, len);
+        left -= len;
+        off = 0;
+        member += 1;
+        if member == n {
+            member = 0;
+            stripe += 1;
+        }
+        Some(piece)
     })
 }
 
