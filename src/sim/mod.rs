@@ -45,11 +45,16 @@ impl Jiffies {
         }
     }
     /// The value of the `jiffies` variable at time `t`.
+    #[inline]
     pub fn at(&self, t: Ns) -> u64 {
         let (start, end, j) = self.last.get();
         if start <= t && t < end {
             return j;
         }
+        self.look_up(t)
+    }
+    #[cold]
+    fn look_up(&self, t: Ns) -> u64 {
         let j = self.compute(t);
         self.last.set((self.start_of(j), self.start_of(j + 1), j));
         j
