@@ -41,6 +41,13 @@ impl RangeSet {
         if s >= e {
             return 0;
         }
+        // an appending writer: [s, e) continues the last range
+        if let Some(last) = self.v.last_mut() {
+            if last.1 == s {
+                last.1 = e;
+                return e - s;
+            }
+        }
         let before = self.overlap(s, e);
         // ranges that touch or overlap [s, e) are merged into one
         let v = self.v.as_slice();
@@ -223,5 +230,13 @@ mod tests {
         assert_eq!(r.take_from(0, 100), Some((7, 23)));
         assert_eq!(r.take_from(0, 100), None);
         assert!(r.is_empty());
+        // appending extends the last run
+        assert_eq!(r.insert(40, 50), 10);
+        assert_eq!(r.insert(50, 52), 2);
+        assert_eq!(r.insert(60, 61), 1);
+        assert_eq!(r.insert(61, 64), 3);
+        assert_eq!(r.count(), 16);
+        assert_eq!(r.take_from(0, 100), Some((40, 12)));
+        assert_eq!(r.take_from(0, 100), Some((60, 4)));
     }
 }
