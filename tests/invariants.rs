@@ -111,3 +111,50 @@ fn the_checker_catches_broken_accounting() {
 fn a_thousand_writers() {
     let _ = check(&["run.duration=4s", "run.warmup=2s", "jobs.dd.numjobs=1000"]);
 }
+
+/// Small files on a small machine: reclaim takes the written files' pages
+/// and their inodes are evicted (and their table chunks reused); the
+/// accounting holds throughout (checked every few events: the check walks
+/// every inode).
+#[test]
+fn small_files_are_reclaimed_and_their_inodes_evicted() {
+    let toml = r#"
+        [machine]
+        memory = "256M"
+        cpus = 2
+        [devices.ssd0]
+        type = "ssd"
+        [filesystems.scratch]
+        type = "xfs"
+        device = "ssd0"
+        agcount = 2
+        [jobs.fs_mark]
+        type = "fs_mark"
+        args = "-d /a -d /b -S0 -n 10000 -s 4096 -L 8"
+        [run]
+        duration = "10s"
+        warmup = "2s"
+    "#;
+    let sc = Scenario::load_str(toml, "fsmark.toml", "fsmark", &[]).expect("scenario");
+    let mut k = Kernel::new(sc.clone(), Tracer::new(&sc.trace.events));
+    let mut n = 0u64;
+    while k.step() {
+        n += 1;
+        if n.is_multiple_of(101) {
+            if let Err(e) = k.check_invariants() {
+                panic!("after event {n}: {e}");
+            }
+        }
+    }
+    k.check_invariants().expect("invariants at the end");
+    assert!(k.vm.pgsteal > 0, "no clean page was reclaimed");
+    let (first, end) = (k.inodes.first_id(), k.inodes.end_id());
+    assert_eq!(end, 160_000, "every file was created");
+    assert!(first > 0, "no inode left the table");
+    assert!(
+        (end - first) as u64 <= k.vm.nr_file_pages + 2 * 4096,
+        "{} inodes in the table for {} cached pages",
+        end - first,
+        k.vm.nr_file_pages
+    );
+}

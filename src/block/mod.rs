@@ -211,18 +211,20 @@ impl Kernel {
             } => {
                 // md raid0: split at chunk boundaries, remap, and submit the
                 // member bios in the caller's context (and plug)
-                let (members, chunk) = (members.clone(), *chunk_sectors);
+                let (ndevs, chunk) = (members.len() as u32, *chunk_sectors);
                 let (sector, nr, seg) = {
                     let b = self.bios[id].as_ref().expect("bio");
                     (b.sector, b.nr_sectors, b.seg_sectors)
                 };
-                let pieces =
-                    crate::drivers::raid0::raid0_map(chunk, members.len() as u32, sector, nr);
-                self.bios[id].as_mut().expect("bio").remaining = pieces.len() as u32;
+                let pieces = || crate::drivers::raid0::raid0_pieces(chunk, ndevs, sector, nr);
+                self.bios[id].as_mut().expect("bio").remaining = pieces().count() as u32;
                 self.devs[dev].stat.in_flight += 1;
                 self.devs[dev].stat.requests_issued += 1;
                 let mut wait = false;
-                for (m, msector, mnr) in pieces {
+                for (m, msector, mnr) in pieces() {
+                    let Backend::Raid0 { members, .. } = &self.devs[dev].backend else {
+                        unreachable!("raid0")
+                    };
                     let mdev = members[m as usize];
                     let child = Bio {
                         dev: mdev,
@@ -268,9 +270,11 @@ impl Kernel {
             BioOwner::XfsLog(sb) => return self.xfs_log_bio_done(sb as usize),
             BioOwner::XfsAil(sb) => return self.xfs_ail_bio_done(sb as usize),
         }
-        self.end_writeback_range(b.ino, b.npages);
+        // dioread_nolock: the unwritten extent is converted before the
+        // pages' writeback ends (ext4_end_io_rsv_work, then ext4_finish_bio)
         if b.rsv > 0 {
             self.ext4_end_io_conversion(b.ino, u64::from(b.rsv));
         }
+        self.end_writeback_range(b.ino, b.npages);
     }
 }

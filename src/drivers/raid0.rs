@@ -28,20 +28,39 @@ pub fn raid0_map(
     sector: u64,
     nr_sectors: u64,
 ) -> Vec<(u32, u64, u64)> {
+    raid0_pieces(chunk_sectors, ndevs, sector, nr_sectors).collect()
+}
+
+/// [`raid0_map`]'s pieces, one at a time (nothing allocated): after the
+/// first piece, each starts a chunk on the next member.
+pub fn raid0_pieces(
+    chunk_sectors: u64,
+    ndevs: u32,
+    sector: u64,
+    nr_sectors: u64,
+) -> impl Iterator<Item = (u32, u64, u64)> {
     assert!(chunk_sectors > 0, "raid0: chunk_sectors must be > 0");
     assert!(ndevs > 0, "raid0: ndevs must be > 0");
     let n = ndevs as u64;
-    let end = sector + nr_sectors;
-    let mut pieces = Vec::with_capacity((nr_sectors / chunk_sectors + 2) as usize);
-    let mut s = sector;
-    while s < end {
-        let c = s / chunk_sectors;
-        let off = s % chunk_sectors;
-        let len = (chunk_sectors - off).min(end - s);
-        pieces.push(((c % n) as u32, (c / n) * chunk_sectors + off, len));
-        s += len;
-    }
-    pieces
+    let c = sector / chunk_sectors;
+    let (mut member, mut stripe) = (c % n, c / n);
+    let mut off = sector % chunk_sectors;
+    let mut left = nr_sectors;
+    std::iter::from_fn(move || {
+        if left == 0 {
+            return None;
+        }
+        let len = (chunk_sectors - off).min(left);
+        let piece = (member as u32, stripe * chunk_sectors + off, len);
+        left -= len;
+        off = 0;
+        member += 1;
+        if member == n {
+            member = 0;
+            stripe += 1;
+        }
+        Some(piece)
+    })
 }
 
 /// A RAID 0 array's geometry.

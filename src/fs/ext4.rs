@@ -53,7 +53,7 @@ impl Kernel {
         let spp = self.page_size() / 512;
         // a segment is a folio, at most max_segment_size (64 KiB); the
         // block device's metadata buffers are single pages
-        let folio = self.sbs[self.inodes[ino].sb].max_folio_pages * self.page_size();
+        let folio = self.sbs[self.inodes[ino].sb as usize].max_folio_pages * self.page_size();
         let bdev = self.inodes[ino].bdev;
         let seg_sectors = if bdev { spp } else { folio.min(64 << 10) / 512 };
         // buffer heads of metadata are submitted with REQ_META
@@ -67,7 +67,7 @@ impl Kernel {
         let end = start + n;
         while p < end {
             let (sector, run) = self.ext4_map_blocks(ino, p, end - p);
-            let dev = self.sbs[self.inodes[ino].sb].dev;
+            let dev = self.sbs[self.inodes[ino].sb as usize].dev;
             let bio = Bio {
                 dev,
                 sector,
@@ -104,7 +104,7 @@ impl Kernel {
             }
         }
         // allocate: extend the last extent if it ends where the allocator is
-        let (sb, ag) = (inode.sb, inode.ag as usize);
+        let (sb, ag) = (inode.sb as usize, inode.ag as usize);
         let cursor = self.sbs[sb].ag_cursor[ag];
         self.sbs[sb].ag_cursor[ag] += max * spp;
         let inode = &mut self.inodes[ino];

@@ -230,7 +230,7 @@ impl Kernel {
         let inodes = self
             .inodes
             .iter()
-            .filter(|i| i.i_state & I_DIRTY_PAGES != 0)
+            .filter(|(_, i)| i.i_state & I_DIRTY_PAGES != 0)
             .count();
         (self.vm.nr_dirty as usize + inodes) as i64
     }
@@ -255,19 +255,21 @@ impl Kernel {
         // b_io is empty here: b_more_io becomes b_io in order
         while let Some(i) = w.b_more_io.pop_back() {
             w.b_io.push_front(i);
+            let inode = &mut self.inodes[i];
+            inode.list = Some(WbList::Io);
+            inode.i_state |= I_SYNC_QUEUED;
         }
         let mut moved = 0;
         while let Some(&i) = w.b_dirty.back() {
-            if self.inodes[i].dirtied_when > dirtied_before {
+            let inode = &mut self.inodes[i];
+            if inode.dirtied_when > dirtied_before {
                 break;
             }
+            inode.list = Some(WbList::Io);
+            inode.i_state |= I_SYNC_QUEUED;
             w.b_dirty.pop_back();
             w.b_io.push_front(i);
             moved += 1;
-        }
-        for &i in w.b_io.iter() {
-            self.inodes[i].list = Some(WbList::Io);
-            self.inodes[i].i_state |= I_SYNC_QUEUED;
         }
         if self.tracer.on.writeback_queue_io {
             let now = self.jiffies() as i64;
@@ -584,7 +586,9 @@ impl Kernel {
             };
             // ext4_writepages starts a journal handle (the block device's
             // own inode does not): it may wait for a full transaction
-            if !self.inodes[ino].bdev && !self.fs_trans_start(self.inodes[ino].sb, pid, true) {
+            if !self.inodes[ino].bdev
+                && !self.fs_trans_start(self.inodes[ino].sb as usize, pid, true)
+            {
                 return PassStep::WaitTag;
             }
             self.wbs[wb].b_io.pop_back();

@@ -235,11 +235,12 @@ impl Kernel {
     /// and a directory block (a new one when the directory is full; htree
     /// inserts land in a hashed leaf, any of the directory's blocks).
     pub fn ext4_create_meta(&mut self, ino: InodeId) {
-        let (sb, ag) = (self.inodes[ino].sb, self.inodes[ino].ag as usize);
+        let (sb, ag) = (self.inodes[ino].sb as usize, self.inodes[ino].ag as usize);
         let Some(m) = self.sbs[sb].ext4.as_mut() else {
             return;
         };
         let n = m.ag_inodes[ag] % m.inodes_per_ag;
+        let inodes_per_ag = m.inodes_per_ag;
         m.ag_inodes[ag] += 1;
         let iblock = m.itable[ag] + n / INODES_PER_BLOCK;
         let (ibitmap, gdt) = (m.inode_bitmap[ag], m.gdt_block);
@@ -258,20 +259,33 @@ impl Kernel {
         };
         let m = self.sbs[sb].ext4.as_mut().expect("ext4");
         m.dirs[ag].entries += 1;
-        self.inodes[ino].iblock = iblock;
+        // ext4 numbers inodes by group: the number says where it lives
+        self.inodes[ino].ino = ag as u64 * inodes_per_ag + n + 1;
         for b in [iblock, ibitmap, gdt, dblock] {
             self.jbd2_log_block(sb, b);
         }
     }
 
+    /// The inode table block holding `ino` (its number encodes its group
+    /// and index, `ext4_get_inode_loc`).
+    pub fn ext4_inode_block(&self, ino: InodeId) -> u64 {
+        let m = self.sbs[self.inodes[ino].sb as usize]
+            .ext4
+            .as_ref()
+            .expect("ext4");
+        let i = self.inodes[ino].ino - 1;
+        let ag = (i / m.inodes_per_ag) as usize;
+        m.itable[ag.min(m.itable.len() - 1)] + (i % m.inodes_per_ag) / INODES_PER_BLOCK
+    }
+
     /// `ext4_map_blocks` allocated blocks for `ino`: its inode table block,
     /// the group's block bitmap and the descriptor block.
     pub fn ext4_alloc_meta(&mut self, ino: InodeId) {
-        let (sb, ag) = (self.inodes[ino].sb, self.inodes[ino].ag as usize);
+        let (sb, ag) = (self.inodes[ino].sb as usize, self.inodes[ino].ag as usize);
         let Some(m) = self.sbs[sb].ext4.as_ref() else {
             return;
         };
-        let blocks = [self.inodes[ino].iblock, m.block_bitmap[ag], m.gdt_block];
+        let blocks = [self.ext4_inode_block(ino), m.block_bitmap[ag], m.gdt_block];
         for b in blocks {
             self.jbd2_log_block(sb, b);
         }
@@ -338,7 +352,7 @@ impl Kernel {
         if self.inodes[ino].bdev {
             return 0;
         }
-        let Some(m) = self.sbs[self.inodes[ino].sb].ext4.as_mut() else {
+        let Some(m) = self.sbs[self.inodes[ino].sb as usize].ext4.as_mut() else {
             return 0;
         };
         m.journal.reserved += m.journal.rsv_per_handle;
@@ -350,8 +364,8 @@ impl Kernel {
     /// (logging the inode block again) and returns its credits; waiters
     /// for reserved credits wake.
     pub fn ext4_end_io_conversion(&mut self, ino: InodeId, rsv: u64) {
-        let sb = self.inodes[ino].sb;
-        let iblock = self.inodes[ino].iblock;
+        let sb = self.inodes[ino].sb as usize;
+        let iblock = self.ext4_inode_block(ino);
         let Some(m) = self.sbs[sb].ext4.as_mut() else {
             return;
         };

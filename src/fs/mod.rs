@@ -4,6 +4,7 @@
 
 pub mod ext4;
 pub mod fs_writeback;
+pub mod inode;
 pub mod jbd2;
 pub mod xfs_log;
 
@@ -12,6 +13,8 @@ use crate::mm::backing_dev::Wb;
 use crate::mm::filemap::RangeSet;
 
 pub const I_DIRTY_PAGES: u32 = 1 << 2;
+/// Evicted: the inode is gone (its id is never used again).
+pub const I_FREEING: u32 = 1 << 5;
 pub const I_SYNC: u32 = 1 << 7;
 pub const I_SYNC_QUEUED: u32 = 1 << 17;
 
@@ -22,9 +25,14 @@ pub enum WbList {
     MoreIo,
 }
 
+/// An inode: 128 bytes, cache-line aligned (a small-file run keeps a
+/// million of them).
+#[derive(Default)]
+#[repr(align(64))]
 pub struct Inode {
     pub ino: u64,
-    pub sb: usize,
+    /// Index of the superblock.
+    pub sb: u32,
     pub wb: WbId,
     /// Pages from 0 to the end of the file's data.
     pub nr_pages_span: u64,
@@ -40,14 +48,19 @@ pub struct Inode {
     /// Allocated extents: (first page, pages, first sector). Delalloc: blocks
     /// are allocated at writeback time.
     pub extents: crate::sim::vec1::Vec1<(u64, u64, u64)>,
-    /// Allocation group of the inode's directory.
-    pub ag: u32,
+    /// Allocation group of the inode's directory (agcount ≤ 4096).
+    pub ag: u16,
+    /// Open file references (`i_count`): 0 once the file is closed.
+    pub i_count: u8,
+    /// XFS: the checkpoint (sequence mod 255, plus 1) whose CIL holds this
+    /// inode's item; 0: none (`xfs_inode_log_item` in the CIL).
+    pub cil_tag: u8,
     /// The block device's own inode (ext4's metadata buffers): its page
     /// index is the block number and it needs no allocation.
     pub bdev: bool,
-    /// ext4: the inode's inode table block.
-    pub iblock: u64,
 }
+
+const _: () = assert!(std::mem::size_of::<Inode>() <= 128);
 
 pub struct SuperBlock {
     pub name: String,
@@ -170,7 +183,7 @@ impl Kernel {
         s.next_ino += 1;
         self.inodes.push(Inode {
             ino,
-            sb,
+            sb: sb as u32,
             wb: s.wb,
             nr_pages_span: 0,
             nr_cached: 0,
@@ -181,11 +194,34 @@ impl Kernel {
             writeback_index: 0,
             list: None,
             extents: Default::default(),
-            ag,
+            ag: ag as u16,
+            i_count: 1,
+            cil_tag: 0,
             bdev: false,
-            iblock: 0,
-        });
-        self.inodes.len() - 1
+        })
+    }
+
+    /// `iput` of the creator's reference: the file is closed.
+    pub fn iput(&mut self, ino: InodeId) {
+        self.inodes[ino].i_count -= 1;
+        self.inode_maybe_evict(ino);
+        self.inodes.release_evicted();
+    }
+
+    /// Evict an inode nothing will touch again (`evict()`, reached through
+    /// `prune_icache_sb` or the last `iput`): closed, clean, not being
+    /// written, on no writeback list and without page-cache pages.
+    pub fn inode_maybe_evict(&mut self, ino: InodeId) {
+        let i = &self.inodes[ino];
+        if i.i_count == 0
+            && i.nr_cached == 0
+            && i.i_state == 0
+            && i.list.is_none()
+            && i.nr_writeback == 0
+            && i.dirty.is_empty()
+        {
+            self.inodes.evict(ino);
+        }
     }
 
     /// `__mark_inode_dirty(inode, I_DIRTY_PAGES)`: the first dirtying puts

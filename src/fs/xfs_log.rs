@@ -74,17 +74,24 @@ pub struct XfsMeta {
     /// The running checkpoint: bytes, the inodes and directory chunks it
     /// holds (one copy each), the AGs whose headers it logged, and the
     /// blocks it will put in the AIL.
+    /// Kept per AG: an AG's blocks grow as it allocates, so its range sets
+    /// are appended to at their end. Inodes carry the checkpoint's tag.
     pub cil_bytes: u64,
-    pub cil_inodes: RangeSet,
-    pub cil_chunks: RangeSet,
+    pub cil_tag: u8,
+    /// The last cluster added to `cil_blocks` per AG, by creates and by
+    /// allocations (two streams through the AG's inodes).
+    pub cil_last_cluster: Vec<[u64; 2]>,
+    /// The last directory chunk and block header logged in this checkpoint
+    /// (a directory fills its blocks in order).
+    pub cil_dir: Vec<(u64, u64)>,
     pub cil_ags: Vec<bool>,
-    pub cil_blocks: RangeSet,
+    pub cil_blocks: Vec<RangeSet>,
     /// A push in flight: its blocks and log buffers still being written.
-    pub pushing: Option<(RangeSet, u32)>,
+    pub pushing: Option<(Vec<RangeSet>, u32)>,
     pub push_again: bool,
-    /// Items to write in place, and an AIL push in flight (bios left, bytes
-    /// of log it frees).
-    pub ail: RangeSet,
+    /// Blocks to write in place (per AG), and an AIL push in flight (bios
+    /// left, bytes of log it frees).
+    pub ail: Vec<RangeSet>,
     pub ail_push: Option<(u32, u64)>,
     /// Per AG: the current inode chunk's first block and inodes used; the
     /// directory's current data block and its entries.
@@ -124,13 +131,14 @@ impl Kernel {
             used: 0,
             logbsize: 32 << 10,
             cil_bytes: 0,
-            cil_inodes: RangeSet::default(),
-            cil_chunks: RangeSet::default(),
+            cil_tag: 1,
+            cil_last_cluster: vec![[u64::MAX; 2]; agcount as usize],
+            cil_dir: vec![(u64::MAX, u64::MAX); agcount as usize],
             cil_ags: vec![false; agcount as usize],
-            cil_blocks: RangeSet::default(),
+            cil_blocks: vec![RangeSet::default(); agcount as usize],
             pushing: None,
             push_again: false,
-            ail: RangeSet::default(),
+            ail: vec![RangeSet::default(); agcount as usize],
             ail_push: None,
             chunk: vec![(0, INODES_PER_CHUNK); agcount as usize],
             dir: vec![(0, XFS_DIR_ENTRIES_PER_BLOCK); agcount as usize],
@@ -169,12 +177,16 @@ impl Kernel {
 
     /// The inode item of `ino` (once per checkpoint), and its cluster
     /// buffer for the AIL.
-    fn xfs_log_inode(&mut self, ino: InodeId) {
-        let sb = self.inodes[ino].sb;
-        let (ag, iblock) = (self.inodes[ino].ag as usize, self.inodes[ino].iblock);
+    fn xfs_log_inode(&mut self, ino: InodeId, alloc: bool) {
+        let sb = self.inodes[ino].sb as usize;
+        // an XFS inode number is its block (<< 3) and its slot among the
+        // block's 8 inodes; clusters are 4 blocks of an 8-block-aligned chunk
+        let ag = self.inodes[ino].ag as usize;
+        let iblock = (self.inodes[ino].ino >> 3) & !3;
         let x = self.sbs[sb].xfs.as_mut().expect("xfs");
         let mut bytes = 0;
-        if x.cil_inodes.insert(ino as u64, ino as u64 + 1) > 0 {
+        if self.inodes[ino].cil_tag != x.cil_tag {
+            self.inodes[ino].cil_tag = x.cil_tag;
             bytes += XFS_LOG_INODE_BYTES;
         }
         if !x.cil_ags[ag] {
@@ -182,7 +194,11 @@ impl Kernel {
             bytes += AG_HEADER_BYTES;
         }
         // the 16 KiB cluster buffer holding the inode
-        x.cil_blocks.insert(iblock, iblock + 4);
+        let last = &mut x.cil_last_cluster[ag][usize::from(alloc)];
+        if *last != iblock {
+            *last = iblock;
+            x.cil_blocks[ag].insert(iblock, iblock + 4);
+        }
         self.xfs_log(sb, bytes);
     }
 
@@ -190,21 +206,22 @@ impl Kernel {
     /// to the AG's data when it is used up), the inode item and the
     /// directory entry's chunk.
     pub fn xfs_create_meta(&mut self, ino: InodeId) {
-        let (sb, ag) = (self.inodes[ino].sb, self.inodes[ino].ag as usize);
+        let (sb, ag) = (self.inodes[ino].sb as usize, self.inodes[ino].ag as usize);
         if self.sbs[sb].xfs.is_none() {
             return;
         }
         let x = self.sbs[sb].xfs.as_ref().expect("xfs");
         let (mut chunk, mut used) = x.chunk[ag];
         if used == INODES_PER_CHUNK {
-            let cursor = self.sbs[sb].ag_cursor[ag];
-            self.sbs[sb].ag_cursor[ag] += 64;
+            // inode chunks are aligned to their size (sb_inoalignmt)
+            let cursor = self.sbs[sb].ag_cursor[ag].div_ceil(64) * 64;
+            self.sbs[sb].ag_cursor[ag] = cursor + 64;
             (chunk, used) = (cursor / 8, 0);
         }
-        self.inodes[ino].iblock = chunk + (used / INODES_PER_CLUSTER) * 4;
+        self.inodes[ino].ino = ((chunk + used / 8) << 3) | (used % 8);
         let x = self.sbs[sb].xfs.as_mut().expect("xfs");
         x.chunk[ag] = (chunk, used + 1);
-        self.xfs_log_inode(ino);
+        self.xfs_log_inode(ino, false);
         // the directory: its last data block, a new one when full
         let x = self.sbs[sb].xfs.as_ref().expect("xfs");
         let (mut dblock, mut entries) = x.dir[ag];
@@ -215,20 +232,28 @@ impl Kernel {
         }
         let x = self.sbs[sb].xfs.as_mut().expect("xfs");
         x.dir[ag] = (dblock, entries + 1);
-        x.cil_blocks.insert(dblock, dblock + 1);
         // the entry's 128-byte chunk and the block header's (bestfree)
         let base = dblock * (4096 / XFS_BLF_CHUNK);
         let mut bytes = 0;
-        for c in [base, base + 1 + entries / DIR_ENTRIES_PER_CHUNK] {
-            bytes += x.cil_chunks.insert(c, c + 1) * XFS_BLF_CHUNK;
+        let chunk = base + 1 + entries / DIR_ENTRIES_PER_CHUNK;
+        let (last_chunk, last_hdr) = &mut x.cil_dir[ag];
+        if *last_hdr != base {
+            // the block joins this checkpoint (header chunk and AIL item)
+            *last_hdr = base;
+            bytes += XFS_BLF_CHUNK;
+            x.cil_blocks[ag].insert(dblock, dblock + 1);
+        }
+        if *last_chunk != chunk {
+            *last_chunk = chunk;
+            bytes += XFS_BLF_CHUNK;
         }
         self.xfs_log(sb, bytes);
     }
 
     /// A delalloc allocation at writeback relogs the inode.
     pub fn xfs_alloc_meta(&mut self, ino: InodeId) {
-        if self.sbs[self.inodes[ino].sb].xfs.is_some() {
-            self.xfs_log_inode(ino);
+        if self.sbs[self.inodes[ino].sb as usize].xfs.is_some() {
+            self.xfs_log_inode(ino, true);
         }
     }
 
@@ -244,10 +269,16 @@ impl Kernel {
             return;
         }
         let bytes = std::mem::take(&mut x.cil_bytes);
-        x.cil_inodes = RangeSet::default();
-        x.cil_chunks = RangeSet::default();
+        // a new checkpoint tag (1..=255; a tag 255 checkpoints old is
+        // taken as current, which loses one inode item's bytes)
+        x.cil_tag = x.cil_tag % 255 + 1;
+        x.cil_last_cluster
+            .iter_mut()
+            .for_each(|c| *c = [u64::MAX; 2]);
+        x.cil_dir.iter_mut().for_each(|d| *d = (u64::MAX, u64::MAX));
         x.cil_ags.iter_mut().for_each(|a| *a = false);
-        let blocks = std::mem::take(&mut x.cil_blocks);
+        let n_ag = x.cil_blocks.len();
+        let blocks = std::mem::replace(&mut x.cil_blocks, vec![RangeSet::default(); n_ag]);
         let nbufs = bytes.div_ceil(x.logbsize);
         x.pushes += 1;
         x.log_bytes += nbufs * x.logbsize;
@@ -292,8 +323,10 @@ impl Kernel {
             return;
         }
         let (blocks, _) = x.pushing.take().expect("push");
-        for &(s, e) in blocks.ranges() {
-            x.ail.insert(s, e);
+        for (ail, b) in x.ail.iter_mut().zip(blocks) {
+            for &(s, e) in b.ranges() {
+                ail.insert(s, e);
+            }
         }
         let again = std::mem::take(&mut x.push_again) || x.cil_bytes >= x.log_blocks * 4096 / 8;
         if x.used >= x.log_blocks * 4096 * 3 / 4 {
@@ -309,13 +342,15 @@ impl Kernel {
     /// are written.
     fn xfs_ail_push(&mut self, sb: usize) {
         let x = self.sbs[sb].xfs.as_mut().expect("xfs");
-        if x.ail_push.is_some() || x.ail.is_empty() {
+        if x.ail_push.is_some() || x.ail.iter().all(|a| a.is_empty()) {
             return;
         }
-        let items = std::mem::take(&mut x.ail);
+        let n_ag = x.ail.len();
+        let items = std::mem::replace(&mut x.ail, vec![RangeSet::default(); n_ag]);
         let frees = x.used;
         let (task, dev) = (x.ail_task, self.sbs[sb].dev);
-        let runs = items.ranges().to_vec();
+        // runs of adjacent blocks in disk order (AGs are disjoint regions)
+        let runs: Vec<(u64, u64)> = items.iter().flat_map(|a| a.ranges().to_vec()).collect();
         self.sbs[sb].xfs.as_mut().expect("xfs").ail_push = Some((runs.len() as u32, frees));
         let plugged = self.blk_start_plug(task);
         for (s, e) in runs {

@@ -8,7 +8,7 @@ pub mod time;
 
 use crate::block::{Bio, BlockDev};
 use crate::fs::fs_writeback::FlusherState;
-use crate::fs::{Inode, SuperBlock};
+use crate::fs::SuperBlock;
 use crate::metrics::Recorder;
 use crate::mm::backing_dev::Wb;
 use crate::mm::page_writeback::WbDomain;
@@ -87,16 +87,13 @@ pub enum RunState {
     Dead,
 }
 
+/// A task. Laid out in declaration order, the fields every scheduling
+/// event touches first (a thousand writers' tasks do not fit in the
+/// cache; the fields of one wakeup should share few cache lines).
+#[repr(C)]
 pub struct Task {
-    pub pid: u32,
-    pub comm: String,
     pub body: Option<Body>,
     pub state: RunState,
-    pub cpu: usize,
-    pub gen: u32,
-    /// CPU time still owed to the current burst, and its user share.
-    pub burst_left: Ns,
-    pub burst_user_left: Ns,
     /// Woken: the task's logic runs when it gets a CPU, and the wakeup cost
     /// is added to the burst it asks for.
     pub woken: bool,
@@ -104,18 +101,33 @@ pub struct Task {
     /// preemption is not carried out, only flagged for cond_resched()
     /// callers such as the flusher).
     pub need_resched: bool,
-    pub nvcsw: u64,
-    pub nivcsw: u64,
-    pub utime: Ns,
-    pub stime: Ns,
+    pub gen: u32,
+    pub cpu: usize,
+    /// CPU time still owed to the current burst, and its user share.
+    pub burst_left: Ns,
+    pub burst_user_left: Ns,
+    /// System time incurred outside a burst (request dispatch), added to
+    /// the task's next burst.
+    pub owed_sys: Ns,
     // task_struct's dirty-throttling fields
     pub nr_dirtied: u64,
     pub nr_dirtied_pause: u64,
     pub dirty_paused_when: u64,
+    /// Bytes written by write(2) (/proc/PID/io wchar).
+    pub wchar: u64,
+    pub nvcsw: u64,
+    pub nivcsw: u64,
+    pub utime: Ns,
+    pub stime: Ns,
     /// Inside a sleeping balance_dirty_pages() call.
     pub bdp: Option<crate::mm::page_writeback::BdpCall>,
     /// The task's block plug (`current->plug`).
     pub plug: Option<crate::block::blk_mq::Plug>,
+    pub pid: u32,
+    pub comm: String,
+    /// Files created (fs_mark).
+    pub files_created: u64,
+    pub job: Option<usize>,
     /// Inside a 3.2 balance_dirty_pages() call that slept.
     pub v32: Option<crate::mm::page_writeback_v3_2::V32Call>,
     /// Inside a legacy (pre-3.2) balance_dirty_pages() call.
@@ -125,14 +137,6 @@ pub struct Task {
     /// Foreground writeback done by this task (legacy policy): calls and pages.
     pub legacy_writeback_calls: u64,
     pub legacy_pages_written: u64,
-    /// Bytes written by write(2) (/proc/PID/io wchar).
-    pub wchar: u64,
-    /// Files created (fs_mark).
-    pub files_created: u64,
-    /// System time incurred outside a burst (request dispatch), added to
-    /// the task's next burst.
-    pub owed_sys: Ns,
-    pub job: Option<usize>,
 }
 
 pub struct Kernel {
@@ -143,7 +147,7 @@ pub struct Kernel {
     pub vm: VmStat,
     pub dom: WbDomain,
     pub wbs: Vec<Wb>,
-    pub inodes: Vec<Inode>,
+    pub inodes: crate::fs::inode::InodeTable,
     pub sbs: Vec<SuperBlock>,
     pub devs: Vec<BlockDev>,
     pub bios: Vec<Option<Bio>>,
@@ -195,7 +199,7 @@ impl Kernel {
             vm: VmStat::default(),
             dom: WbDomain::default(),
             wbs: Vec::new(),
-            inodes: Vec::new(),
+            inodes: Default::default(),
             sbs: Vec::new(),
             devs: Vec::new(),
             bios: Vec::new(),
@@ -365,7 +369,7 @@ impl Kernel {
             return Err("file LRU != nr_file_pages".into());
         }
         let (mut cached, mut dirty, mut wback) = (0u64, 0u64, 0u64);
-        for (i, ino) in self.inodes.iter().enumerate() {
+        for (i, ino) in self.inodes.iter() {
             let d = ino.dirty.count();
             if d + ino.nr_writeback > ino.nr_cached {
                 return Err(format!(

@@ -11,15 +11,15 @@ use crate::kernel::{InodeId, Kernel, Pid};
 #[derive(Clone, Debug, Default)]
 pub struct RangeSet {
     v: crate::sim::vec1::Vec1<(u64, u64)>,
-    count: u64,
 }
 
 impl RangeSet {
+    /// Pages in the set.
     pub fn count(&self) -> u64 {
-        self.count
+        self.v.as_slice().iter().map(|&(a, b)| b - a).sum()
     }
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.v.is_empty() // no range is empty
     }
     /// The ranges, in order.
     pub fn ranges(&self) -> &[(u64, u64)] {
@@ -45,7 +45,17 @@ impl RangeSet {
         if s >= e {
             return 0;
         }
+        // an appending writer: [s, e) continues the last range
+        if let Some(last) = self.v.last_mut() {
+            if last.1 == s {
+                last.1 = e;
+                return e - s;
+            }
+        }
         let before = self.overlap(s, e);
+        if before == e - s {
+            return 0; // already in the set
+        }
         // ranges that touch or overlap [s, e) are merged into one
         let v = self.v.as_slice();
         let lo = v.partition_point(|&(_, b)| b < s);
@@ -57,9 +67,7 @@ impl RangeSet {
             hi += 1;
         }
         self.v.replace_range(lo, hi, (ns, ne));
-        let added = (e - s) - before;
-        self.count += added;
-        added
+        (e - s) - before
     }
     /// Remove and return the first contiguous run at or after `idx`, at most
     /// `max` pages long.
@@ -79,7 +87,6 @@ impl RangeSet {
                 self.v.insert(i + 1, (e, b));
             }
         }
-        self.count -= e - s;
         Some((s, e - s))
     }
     /// The first page at or after `idx` in the set.
@@ -184,35 +191,40 @@ impl Kernel {
 
     /// Keep free memory above the reserve by dropping clean page-cache pages
     /// (a stand-in for kswapd until reclaim is modelled). Clean pages go
-    /// from the inodes in order, oldest inode first.
+    /// from the inodes in order, oldest inode first, from where the last
+    /// call stopped and round again; an unused inode whose last page goes is
+    /// evicted (`prune_icache_sb`).
     fn maybe_reclaim_clean(&mut self) {
         let reserve = self.dom.totalreserve_pages;
         if self.vm.nr_free_pages > reserve * 2 {
             return;
         }
         let mut want = reserve * 4 - self.vm.nr_free_pages.min(reserve * 4);
-        let mut i = self.dom.reclaim_cursor;
-        let n = self.inodes.len();
-        for _ in 0..n {
+        // evicted inodes had no pages: starting past them changes nothing
+        let (lo, hi) = (self.inodes.first_id(), self.inodes.end_id());
+        let mut i = self.dom.reclaim_cursor.max(lo);
+        for _ in lo..hi {
             if want == 0 {
                 break;
             }
-            let inode = &mut self.inodes[i % n];
+            let inode = &self.inodes[i];
             let clean = inode.nr_cached - inode.dirty.count() - inode.nr_writeback;
             let take = clean.min(want);
             if take > 0 {
-                inode.nr_cached -= take;
+                self.inodes[i].nr_cached -= take;
                 self.vm.nr_file_pages -= take;
                 self.vm.nr_inactive_file -= take;
                 self.vm.nr_free_pages += take;
                 self.vm.pgsteal += take;
                 want -= take;
+                self.inode_maybe_evict(i);
             }
             if want > 0 {
-                i += 1;
+                i = if i + 1 == hi { lo } else { i + 1 };
             }
         }
-        self.dom.reclaim_cursor = i % n.max(1);
+        self.dom.reclaim_cursor = i;
+        self.inodes.release_evicted();
     }
 }
 
@@ -236,5 +248,13 @@ mod tests {
         assert_eq!(r.take_from(0, 100), Some((7, 23)));
         assert_eq!(r.take_from(0, 100), None);
         assert!(r.is_empty());
+        // appending extends the last run
+        assert_eq!(r.insert(40, 50), 10);
+        assert_eq!(r.insert(50, 52), 2);
+        assert_eq!(r.insert(60, 61), 1);
+        assert_eq!(r.insert(61, 64), 3);
+        assert_eq!(r.count(), 16);
+        assert_eq!(r.take_from(0, 100), Some((40, 12)));
+        assert_eq!(r.take_from(0, 100), Some((60, 4)));
     }
 }

@@ -33,7 +33,8 @@ pub struct WbDomain {
     /// Per-CPU `dirty_throttle_leaks`.
     pub dirty_throttle_leaks: Vec<u64>,
     pub totalreserve_pages: u64,
-    pub reclaim_cursor: usize,
+    /// The inode (id) where clean-page reclaim continues.
+    pub reclaim_cursor: crate::kernel::InodeId,
     /// `vm_dirties` (pre-3.2 policy): page dirtyings, event-counted.
     pub vm_dirties: crate::klib::proportions::PropGlobal,
 }

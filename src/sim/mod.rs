@@ -19,10 +19,13 @@ pub const NSEC_PER_SEC: Ns = 1_000_000_000;
 /// two can never disagree: jiffy `base + j` starts at `ceil(j * 1e9 / HZ)` ns.
 /// As in the kernel, `jiffies` does not start at 0 but at `INITIAL_JIFFIES`
 /// (`base`), so no code can mistake an early timestamp for "never".
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Jiffies {
     pub hz: u64,
     pub base: u64,
+    /// The last jiffy looked up, `(start, end, jiffies)`: the clock is read
+    /// many times per tick, and a division per read is slow.
+    last: std::cell::Cell<(Ns, Ns, u64)>,
 }
 
 /// `INITIAL_JIFFIES` on 64-bit: `(unsigned long)(unsigned int)(-300 * HZ)`.
@@ -32,13 +35,31 @@ pub fn initial_jiffies(hz: u64) -> u64 {
 
 impl Jiffies {
     pub fn new(hz: u64) -> Jiffies {
+        Jiffies::with_base(hz, initial_jiffies(hz))
+    }
+    pub fn with_base(hz: u64, base: u64) -> Jiffies {
         Jiffies {
             hz,
-            base: initial_jiffies(hz),
+            base,
+            last: Default::default(),
         }
     }
     /// The value of the `jiffies` variable at time `t`.
+    #[inline]
     pub fn at(&self, t: Ns) -> u64 {
+        let (start, end, j) = self.last.get();
+        if start <= t && t < end {
+            return j;
+        }
+        self.look_up(t)
+    }
+    #[cold]
+    fn look_up(&self, t: Ns) -> u64 {
+        let j = self.compute(t);
+        self.last.set((self.start_of(j), self.start_of(j + 1), j));
+        j
+    }
+    fn compute(&self, t: Ns) -> u64 {
         if NSEC_PER_SEC.is_multiple_of(self.hz) {
             self.base + t / (NSEC_PER_SEC / self.hz)
         } else {
@@ -66,7 +87,7 @@ impl Jiffies {
 ///
 /// A calendar queue: time is cut into buckets of `2^BUCKET_SHIFT` ns, and a
 /// ring of `RING` buckets covers the next ~0.5 s. An event goes unsorted
-/// into its bucket (or, beyond the ring, into a heap of far events); when
+/// into its bucket (or, beyond the ring, into the far queue); when
 /// the clock reaches a bucket, the bucket is sorted once by (time, seq)
 /// and popped in order. An occupancy bitmap skips empty buckets. Each event is
 /// moved at most twice, whatever the number of pending events.
@@ -77,7 +98,10 @@ pub struct EventQueue<E> {
     near: Vec<(u128, E)>,
     /// Start time of the current bucket.
     cur: Ns,
-    far: std::collections::BinaryHeap<Far<E>>,
+    far: FarQueue<E>,
+    /// Emptied bucket vectors, kept for buckets that fill again (so a
+    /// bucket's first event does not allocate).
+    spare: Vec<Vec<(u128, E)>>,
     len: usize,
     seq: u64,
     now: Ns,
@@ -88,6 +112,69 @@ const BUCKET_SHIFT: u32 = 16; // 65.5 us
 const RING: usize = 8192; // ~537 ms
 const WIDTH: Ns = 1 << BUCKET_SHIFT;
 const HORIZON: Ns = WIDTH * RING as Ns;
+/// Emptied bucket vectors kept for reuse.
+const SPARE: usize = 64;
+
+/// Events beyond the ring's horizon, earliest (time, seq) first. Far
+/// events mostly come in time order (a delayed timer re-armed as time goes
+/// on, a periodic one): they queue in a few FIFO runs of increasing keys,
+/// each event joining the run whose last key is the largest below its own;
+/// the rest go to a heap.
+pub struct FarQueue<E> {
+    runs: Vec<std::collections::VecDeque<(u128, E)>>,
+    heap: std::collections::BinaryHeap<Far<E>>,
+}
+
+/// FIFO runs of the far queue.
+const FAR_RUNS: usize = 8;
+
+impl<E> Default for FarQueue<E> {
+    fn default() -> Self {
+        FarQueue {
+            runs: Vec::new(),
+            heap: Default::default(),
+        }
+    }
+}
+
+impl<E> FarQueue<E> {
+    fn last_key(run: &std::collections::VecDeque<(u128, E)>) -> u128 {
+        run.back().expect("runs are never empty").0
+    }
+    fn push(&mut self, key: u128, ev: E) {
+        let run = (0..self.runs.len())
+            .filter(|&i| Self::last_key(&self.runs[i]) < key)
+            .max_by_key(|&i| Self::last_key(&self.runs[i]));
+        match run {
+            Some(i) => self.runs[i].push_back((key, ev)),
+            None if self.runs.len() < FAR_RUNS => self.runs.push([(key, ev)].into()),
+            None => self.heap.push(Far(key, ev)),
+        }
+    }
+    /// The earliest key, and the run it heads (None: the heap).
+    fn first_at(&self) -> Option<(u128, Option<usize>)> {
+        let heap = self.heap.peek().map(|f| (f.0, None));
+        (0..self.runs.len())
+            .map(|i| (self.runs[i].front().expect("never empty").0, Some(i)))
+            .chain(heap)
+            .min_by_key(|&(k, _)| k)
+    }
+    fn first(&self) -> Option<u128> {
+        self.first_at().map(|(k, _)| k)
+    }
+    fn pop(&mut self) -> Option<(u128, E)> {
+        match self.first_at()? {
+            (_, Some(i)) => {
+                let e = self.runs[i].pop_front();
+                if self.runs[i].is_empty() {
+                    self.runs.swap_remove(i);
+                }
+                e
+            }
+            (_, None) => self.heap.pop().map(|Far(k, e)| (k, e)),
+        }
+    }
+}
 
 /// A heap entry, ordered earliest (time, seq) first.
 pub struct Far<E>(u128, E);
@@ -126,7 +213,8 @@ impl<E> EventQueue<E> {
             occupied: vec![0; RING / 64],
             near: Vec::new(),
             cur: 0,
-            far: std::collections::BinaryHeap::new(),
+            far: FarQueue::default(),
+            spare: Vec::new(),
             len: 0,
             seq: 0,
             now: 0,
@@ -154,11 +242,20 @@ impl<E> EventQueue<E> {
             self.near.insert(pos, (key, ev));
         } else if at < self.cur + HORIZON {
             let b = ((at >> BUCKET_SHIFT) as usize) % RING;
-            self.ring[b].push((key, ev));
-            self.occupied[b / 64] |= 1 << (b % 64);
+            self.push_ring(b, key, ev);
         } else {
-            self.far.push(Far(key, ev));
+            self.far.push(key, ev);
         }
+    }
+    fn push_ring(&mut self, b: usize, key: u128, ev: E) {
+        let bucket = &mut self.ring[b];
+        if bucket.capacity() == 0 {
+            if let Some(v) = self.spare.pop() {
+                *bucket = v;
+            }
+        }
+        bucket.push((key, ev));
+        self.occupied[b / 64] |= 1 << (b % 64);
     }
     /// The first occupied ring bucket after the current one, as a distance.
     fn next_occupied(&self) -> Option<usize> {
@@ -180,7 +277,7 @@ impl<E> EventQueue<E> {
         // move to the next bucket that holds anything (ring or far)
         let dist = self.next_occupied();
         let ring_next = dist.map(|d| (self.cur & !(WIDTH - 1)) + d as Ns * WIDTH);
-        let far_next = self.far.peek().map(|f| time_of(f.0) & !(WIDTH - 1));
+        let far_next = self.far.first().map(|k| time_of(k) & !(WIDTH - 1));
         self.cur = match (ring_next, far_next) {
             (Some(r), Some(f)) => r.min(f),
             (Some(r), None) => r,
@@ -191,21 +288,27 @@ impl<E> EventQueue<E> {
         let mut v = std::mem::take(&mut self.ring[b]);
         self.occupied[b / 64] &= !(1 << (b % 64));
         // far events that now fall inside the ring's horizon
-        while let Some(f) = self.far.peek() {
-            if time_of(f.0) >= self.cur + HORIZON {
+        while let Some(k) = self.far.first() {
+            if time_of(k) >= self.cur + HORIZON {
                 break;
             }
-            let Far(k, e) = self.far.pop().expect("peeked");
+            let (k, e) = self.far.pop().expect("peeked");
             if time_of(k) < self.cur + WIDTH {
                 v.push((k, e));
             } else {
                 let bb = ((time_of(k) >> BUCKET_SHIFT) as usize) % RING;
-                self.ring[bb].push((k, e));
-                self.occupied[bb / 64] |= 1 << (bb % 64);
+                self.push_ring(bb, k, e);
             }
         }
-        v.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
-        self.near = v;
+        // A bucket is mostly runs already in order (events scheduled at one
+        // time, far events moved in order): the run-adaptive stable sort
+        // merges them in near-linear time. Keys are unique, so the order
+        // is the same as any sort's.
+        v.sort_by_key(|e| std::cmp::Reverse(e.0));
+        let old = std::mem::replace(&mut self.near, v);
+        if old.capacity() > 0 && self.spare.len() < SPARE {
+            self.spare.push(old);
+        }
     }
     pub fn pop(&mut self) -> Option<(Ns, E)> {
         if self.len == 0 {
@@ -299,7 +402,7 @@ mod tests {
     #[test]
     fn jiffies_round_trip() {
         for hz in [100, 250, 300, 1000] {
-            let j = Jiffies { hz, base: 0 };
+            let j = Jiffies::with_base(hz, 0);
             for k in 0..2000u64 {
                 let t = j.start_of(k);
                 assert_eq!(j.at(t), k, "hz={hz} k={k}");

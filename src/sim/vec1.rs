@@ -1,38 +1,31 @@
 //! `Vec1<T>`: a vector that holds its first element inline, so the common
 //! case of per-file state with a single range (a small file's one dirty run,
 //! its one extent) allocates nothing. Used for page-cache range sets and
-//! extent lists, of which a small-file run has hundreds of thousands.
+//! extent lists, of which a small-file run has hundreds of thousands; as an
+//! enum it is no bigger than a `Vec` (for elements of up to 16 bytes).
 
-#[derive(Clone, Debug)]
-pub struct Vec1<T: Copy> {
-    /// The only element while `heap` is empty.
-    one: Option<T>,
-    /// All elements once there have been two at a time.
-    heap: Vec<T>,
-}
-
-impl<T: Copy> Default for Vec1<T> {
-    fn default() -> Self {
-        Vec1 {
-            one: None,
-            heap: Vec::new(),
-        }
-    }
+#[derive(Clone, Debug, Default)]
+pub enum Vec1<T: Copy> {
+    #[default]
+    Empty,
+    One(T),
+    /// Once there have been two elements at a time.
+    Heap(Vec<T>),
 }
 
 impl<T: Copy> Vec1<T> {
     pub fn as_slice(&self) -> &[T] {
-        if self.heap.is_empty() {
-            self.one.as_slice()
-        } else {
-            &self.heap
+        match self {
+            Vec1::Empty => &[],
+            Vec1::One(x) => std::slice::from_ref(x),
+            Vec1::Heap(v) => v,
         }
     }
     pub fn as_mut_slice(&mut self) -> &mut [T] {
-        if self.heap.is_empty() {
-            self.one.as_mut_slice()
-        } else {
-            &mut self.heap
+        match self {
+            Vec1::Empty => &mut [],
+            Vec1::One(x) => std::slice::from_mut(x),
+            Vec1::Heap(v) => v,
         }
     }
     pub fn len(&self) -> usize {
@@ -42,40 +35,47 @@ impl<T: Copy> Vec1<T> {
         self.len() == 0
     }
     pub fn insert(&mut self, i: usize, x: T) {
-        match (self.heap.is_empty(), self.one) {
-            (true, None) => {
+        match self {
+            Vec1::Empty => {
                 assert!(i == 0, "insert index {i} out of bounds");
-                self.one = Some(x);
+                *self = Vec1::One(x);
             }
-            (true, Some(y)) => {
-                self.heap.reserve(4);
-                self.heap.push(y);
-                self.heap.insert(i, x);
-                self.one = None;
+            &mut Vec1::One(y) => {
+                let mut v = Vec::with_capacity(4);
+                v.push(y);
+                v.insert(i, x);
+                *self = Vec1::Heap(v);
             }
-            (false, _) => self.heap.insert(i, x),
+            Vec1::Heap(v) => v.insert(i, x),
         }
     }
     pub fn push(&mut self, x: T) {
         self.insert(self.len(), x);
     }
     pub fn remove(&mut self, i: usize) -> T {
-        if self.heap.is_empty() {
-            assert!(i == 0, "remove index {i} out of bounds");
-            self.one.take().expect("remove from an empty Vec1")
-        } else {
-            self.heap.remove(i)
+        match self {
+            Vec1::Empty => panic!("remove from an empty Vec1"),
+            &mut Vec1::One(y) => {
+                assert!(i == 0, "remove index {i} out of bounds");
+                *self = Vec1::Empty;
+                y
+            }
+            Vec1::Heap(v) => v.remove(i),
         }
     }
     /// Replace `lo..hi` with `x`.
     pub fn replace_range(&mut self, lo: usize, hi: usize, x: T) {
-        if self.heap.is_empty() {
-            match hi - lo {
-                0 => self.insert(lo, x),
-                _ => self.one = Some(x),
-            }
-        } else {
-            self.heap.splice(lo..hi, std::iter::once(x));
+        match self {
+            Vec1::Heap(v) => match hi - lo {
+                0 => v.insert(lo, x),
+                1 => v[lo] = x,
+                _ => {
+                    v[lo] = x;
+                    v.drain(lo + 1..hi);
+                }
+            },
+            _ if hi == lo => self.insert(lo, x),
+            _ => *self = Vec1::One(x),
         }
     }
     pub fn last_mut(&mut self) -> Option<&mut T> {
