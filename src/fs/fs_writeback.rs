@@ -539,9 +539,24 @@ impl Kernel {
                         continue;
                     }
                 }
-                // the end of ->writepages submits what it built
+                // the end of ->writepages submits what it built: after a
+                // burst's worth of CPU, or at once for a short one (a small
+                // file), whose CPU time then goes with the batch's burst
                 if !p.pending.is_empty() {
-                    return PassStep::Cpu(burst.max(1));
+                    if burst >= BURST {
+                        return PassStep::Cpu(burst);
+                    }
+                    let opf = p.work.write_flags();
+                    let mut pending = std::mem::take(&mut p.pending);
+                    let mut wait = false;
+                    for (ino, start, n) in pending.drain(..) {
+                        wait |= self.ext4_submit_pages(pid, ino, start, n, opf);
+                    }
+                    p.pending = pending;
+                    if wait {
+                        self.tasks[pid].owed_sys += burst;
+                        return PassStep::WaitTag;
+                    }
                 }
                 let iw = p.inode.take().expect("inode");
                 self.blk_finish_plug(pid, iw.plug);
@@ -579,9 +594,11 @@ impl Kernel {
             let now = self.jiffies();
             if p.progress > 0 && (now > p.start + hz / 10 || p.work.nr_pages <= 0) {
                 debug_assert!(p.pending.is_empty());
+                self.tasks[pid].owed_sys += burst;
                 return PassStep::Done;
             }
             let Some(&ino) = self.wbs[wb].b_io.back() else {
+                self.tasks[pid].owed_sys += burst;
                 return PassStep::Done;
             };
             // ext4_writepages starts a journal handle (the block device's
@@ -589,6 +606,12 @@ impl Kernel {
             if !self.inodes[ino].bdev
                 && !self.fs_trans_start(self.inodes[ino].sb as usize, pid, true)
             {
+                // the CPU time of the inodes already done passes first; the
+                // handle is tried again after it (a wakeup meanwhile finds
+                // the flusher running and is lost harmlessly)
+                if burst > 0 {
+                    return PassStep::Cpu(burst);
+                }
                 return PassStep::WaitTag;
             }
             self.wbs[wb].b_io.pop_back();
