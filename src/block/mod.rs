@@ -245,6 +245,39 @@ impl Kernel {
         }
     }
 
+    /// Submit a filesystem metadata write of `sectors` at `sector` from
+    /// kernel thread `task` (a journal, log or buffer write: no page-cache
+    /// pages, 4 KiB buffers as segments); `owner` hears of its completion.
+    /// The caller holds `task`'s plug. Tag and wbt waits of kernel threads
+    /// are not modelled: their requests wait in the queues.
+    pub fn submit_meta_bio(
+        &mut self,
+        dev: usize,
+        task: Pid,
+        sector: u64,
+        sectors: u64,
+        opf: u8,
+        owner: BioOwner,
+    ) {
+        let bio = Bio {
+            dev,
+            sector,
+            nr_sectors: sectors,
+            ino: 0,
+            page_start: 0,
+            npages: 0,
+            submitter: task,
+            submit_time: self.now(),
+            seg_sectors: 8,
+            parent: None,
+            remaining: 0,
+            opf,
+            owner,
+            rsv: 0,
+        };
+        let _ = self.submit_bio(bio);
+    }
+
     /// `bio_endio` → end_page_writeback for every page of the bio (or, for
     /// a member bio of an md device, one piece of its parent done).
     pub fn bio_endio(&mut self, id: BioId) {

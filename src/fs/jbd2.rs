@@ -31,7 +31,6 @@
 //! in place itself), htree index blocks, fsync and sync commits, and jbd2's
 //! own tracepoints.
 
-use crate::block::Bio;
 use crate::kernel::{Ev, InodeId, Kernel, Pid};
 use crate::mm::filemap::RangeSet;
 use crate::sim::Ns;
@@ -422,25 +421,8 @@ impl Kernel {
             j.committing.as_mut().expect("a commit").2 += 1;
             // WRITE_SYNC | REQ_META (and PREFLUSH|FUA for the commit block)
             let opf = crate::block::blk_wbt::REQ_SYNC | crate::block::blk_wbt::REQ_META;
-            let bio = Bio {
-                dev,
-                sector: (start + at) * 8,
-                nr_sectors: k * 8,
-                ino: 0,
-                page_start: 0,
-                npages: 0,
-                submitter: task,
-                submit_time: self.now(),
-                seg_sectors: 8,
-                parent: None,
-                remaining: 0,
-                opf,
-                owner: crate::block::BioOwner::Jbd2(sb as u32),
-                rsv: 0,
-            };
-            // the commit task's tag and wbt waits are not modelled: its
-            // requests wait in the queues and are issued as they are granted
-            let _ = self.submit_bio(bio);
+            let owner = crate::block::BioOwner::Jbd2(sb as u32);
+            self.submit_meta_bio(dev, task, (start + at) * 8, k * 8, opf, owner);
         }
         let j = &mut self.sbs[sb].ext4.as_mut().expect("ext4").journal;
         j.head = (head + n) % len;

@@ -32,7 +32,7 @@
 //! log writes come in bursts of 0.5 MiB, not whole checkpoints), inode
 //! btree and free-space btree block writes, the AG headers' in-place writes.
 
-use crate::block::{Bio, BioOwner};
+use crate::block::BioOwner;
 use crate::kernel::{Ev, InodeId, Kernel, Pid};
 use crate::mm::filemap::RangeSet;
 use crate::sim::{Ns, NSEC_PER_SEC};
@@ -292,23 +292,9 @@ impl Kernel {
             let at = x.head;
             x.head = (x.head + bsz) % (len - len % bsz);
             use crate::block::blk_wbt::{REQ_META, REQ_NOMERGE, REQ_SYNC};
-            let bio = Bio {
-                dev,
-                sector: (start + at) * 8,
-                nr_sectors: bsz * 8,
-                ino: 0,
-                page_start: 0,
-                npages: 0,
-                submitter: task,
-                submit_time: self.now(),
-                seg_sectors: 8,
-                parent: None,
-                remaining: 0,
-                opf: REQ_SYNC | REQ_META | REQ_NOMERGE,
-                owner: BioOwner::XfsLog(sb as u32),
-                rsv: 0,
-            };
-            let _ = self.submit_bio(bio);
+            let opf = REQ_SYNC | REQ_META | REQ_NOMERGE;
+            let owner = BioOwner::XfsLog(sb as u32);
+            self.submit_meta_bio(dev, task, (start + at) * 8, bsz * 8, opf, owner);
         }
         self.blk_finish_plug(task, plugged);
     }
@@ -354,23 +340,8 @@ impl Kernel {
         self.sbs[sb].xfs.as_mut().expect("xfs").ail_push = Some((runs.len() as u32, frees));
         let plugged = self.blk_start_plug(task);
         for (s, e) in runs {
-            let bio = Bio {
-                dev,
-                sector: s * 8,
-                nr_sectors: (e - s) * 8,
-                ino: 0,
-                page_start: 0,
-                npages: 0,
-                submitter: task,
-                submit_time: self.now(),
-                seg_sectors: 8,
-                parent: None,
-                remaining: 0,
-                opf: crate::block::blk_wbt::REQ_META,
-                owner: BioOwner::XfsAil(sb as u32),
-                rsv: 0,
-            };
-            let _ = self.submit_bio(bio);
+            let (opf, owner) = (crate::block::blk_wbt::REQ_META, BioOwner::XfsAil(sb as u32));
+            self.submit_meta_bio(dev, task, s * 8, (e - s) * 8, opf, owner);
         }
         self.blk_finish_plug(task, plugged);
     }
