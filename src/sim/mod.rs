@@ -300,11 +300,10 @@ impl<E> EventQueue<E> {
                 self.push_ring(bb, k, e);
             }
         }
-        // A bucket is mostly runs already in order (events scheduled at one
-        // time, far events moved in order): the run-adaptive stable sort
-        // merges them in near-linear time. Keys are unique, so the order
-        // is the same as any sort's.
-        v.sort_by_key(|e| std::cmp::Reverse(e.0));
+        // Keys are unique (time, sequence), so any sort gives the same
+        // order; pattern-defeating quicksort was a little faster than the
+        // stable run-merging sort on 1000 writers' tick-aligned wakeups.
+        v.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
         let old = std::mem::replace(&mut self.near, v);
         if old.capacity() > 0 && self.spare.len() < SPARE {
             self.spare.push(old);
