@@ -239,3 +239,44 @@ fn refuses_a_scenario_this_host_cannot_build() {
         "a refusal must not touch the machine"
     );
 }
+
+/// A short complete run traces the scenario's events from both the
+/// writeback and the wbt subsystems (`events/wbt/...` in the instance),
+/// in the format wbsim's parser reads, and restores the machine.
+#[test]
+fn a_complete_run_traces_writeback_and_wbt_events() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = cannot_run() {
+        eprintln!("skipping the live trace test: {why}");
+        return;
+    }
+    let before = machine_state();
+    let text = SCENARIO.replace("duration = \"30s\"", "duration = \"5s\"\nwarmup = \"1s\"")
+        + "[trace]\nevents = [\"balance_dirty_pages\", \"wbt_timer\", \"wbt_step\"]\n";
+    let f = scenario_file("trace.toml", &text);
+    let out = std::env::temp_dir().join(format!("wbsim-live-test-trace-{}", std::process::id()));
+    let st = wbsim()
+        .args(["live", &f, "--out", out.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "wbsim live failed: {st:?}");
+    let trace = std::fs::read_to_string(out.join("trace.txt")).unwrap();
+    let recs = wbsim::trace::parse(&trace);
+    let n = |ev: &str| recs.iter().filter(|r| r.event == ev).count();
+    assert!(
+        n("balance_dirty_pages") > 10,
+        "bdp lines: {}",
+        n("balance_dirty_pages")
+    );
+    // a 5 s buffered write scales wbt up: its window timer fires every 104 ms
+    assert!(n("wbt_timer") > 10, "wbt_timer lines: {}", n("wbt_timer"));
+    assert!(recs
+        .iter()
+        .filter(|r| r.event == "wbt_timer")
+        .all(|r| r.bdi.is_some() && r.get("status").is_some()));
+    let _ = std::fs::remove_dir_all(&out);
+    assert_eq!(before, machine_state(), "the machine was not restored");
+}
