@@ -233,6 +233,38 @@ fn refuses_a_scenario_this_host_cannot_build() {
     if unsafe { libc::geteuid() } == 0 && cannot_run().is_none() {
         assert!(err.contains("modelled device"), "{err}");
     }
+    // a filesystem live mode does not make, or metadata it cannot turn off
+    for (name, tweak, want) in [
+        (
+            "xfs.toml",
+            "[filesystems.scratch]
+type = \"xfs\"
+",
+            "ext4 only",
+        ),
+        (
+            "nometa.toml",
+            "[filesystems.scratch]
+metadata = false
+",
+            "metadata = false",
+        ),
+    ] {
+        let text = SCENARIO.replace(
+            "[filesystems.scratch]
+",
+            tweak,
+        );
+        let f = scenario_file(name, &text);
+        let o = wbsim().args(["live", &f]).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{name}: one line: {err}");
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 && cannot_run().is_none() {
+            assert!(err.contains(want), "{name}: {err}");
+        }
+    }
     assert_eq!(
         before,
         machine_state(),

@@ -146,6 +146,20 @@ pub fn preflight(sc: &Scenario) -> Result<CapMethod, LiveError> {
             return Err(LiveError::Refused(format!("device `{}` sets bdi.* knobs; a live loop device starts fresh with the kernel's defaults", d.name)));
         }
     }
+    for f in &sc.filesystems {
+        if f.kind != crate::scenario::FsKind::Ext4 {
+            return Err(LiveError::Refused(format!(
+                "filesystem `{}` is xfs; live mode makes ext4 only so far",
+                f.name
+            )));
+        }
+        if !f.metadata {
+            return Err(LiveError::Refused(format!(
+                "filesystem `{}` sets metadata = false; a real ext4 always writes its journal and metadata",
+                f.name
+            )));
+        }
+    }
     let (v1, v2) = cgroup::probe();
     let cap = cgroup::choose(v1, &v2).map_err(LiveError::Refused)?;
     if let Some(j) = sc
