@@ -8,12 +8,20 @@
 //!   group descriptor block;
 //! - allocating its data at writeback (delalloc, `ext4_map_blocks`): its
 //!   inode table block again (extents, i_disksize), the group's block bitmap
-//!   and the group descriptor block.
+//!   and the group descriptor block;
+//! - converting the unwritten extent after the IO (dioread_nolock, the 6.x
+//!   default): the inode table block once more.
 //!
 //! A handle adds the blocks it dirties to the running transaction (each
-//! block once per transaction). The transaction commits `commit` seconds
-//! after its first block (`j_commit_interval`, 5 s) or when it holds a
-//! quarter of the journal (`j_max_transaction_buffers`). The commit task
+//! block once per transaction). Each writeback bio (an io_end) holds
+//! reserved credits (`rsv_blocks`, 30 on a 16 GiB filesystem) until its
+//! conversion; at most half a transaction may be reserved, so ext4 keeps
+//! about 136 small-file bios in flight and the flusher waits for more
+//! (`j_wait_reserved`). The transaction commits `commit` seconds after its
+//! first block (`j_commit_interval`, 5 s) or when its logged blocks plus
+//! the reserved credits reach a quarter of the journal
+//! (`j_max_transaction_buffers`); a handle that finds it full while
+//! another commit is in flight waits for that commit. The commit task
 //! (`jbd2/DEV-8`) writes descriptor blocks (`JBD2_TAGS_PER_DESC` tags each)
 //! and the blocks sequentially at the journal head under its plug, waits,
 //! then writes the commit block. Once the commit block is on disk, the
@@ -25,8 +33,8 @@
 //! journal in 512 KiB WSM requests from jbd2 and the inode table in 512 KiB
 //! WM requests from the flusher; /work/rigdata/smallfile/REPORT.md.
 //!
-//! Not modelled: handle credits (a transaction is full by reserved credits
-//! in the kernel, before it holds that many blocks), checkpointing when the
+//! Not modelled: the credits creates reserve (only writeback's reserved
+//! handles are), data=ordered waits in the commit, checkpointing when the
 //! journal runs out of space (the flusher or a task then writes the blocks
 //! in place itself), htree index blocks, fsync and sync commits, and jbd2's
 //! own tracepoints.
