@@ -125,6 +125,7 @@ impl Kernel {
 
     fn preempt(&mut self, cpu: usize, pid: Pid) {
         self.tasks[pid].nivcsw += 1;
+        self.tasks[pid].need_resched = false; // schedule() clears it
         self.tasks[pid].state = RunState::Runnable;
         self.runqueue.push_back(pid);
         self.schedule_next(cpu);
@@ -215,6 +216,7 @@ impl Kernel {
 
     fn set_sleep_state(&mut self, pid: Pid, action: Action) {
         let t = &mut self.tasks[pid];
+        t.need_resched = false; // schedule() clears TIF_NEED_RESCHED
         match action {
             Action::SleepUntil(at) => {
                 t.state = RunState::Sleeping;
