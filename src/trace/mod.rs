@@ -238,6 +238,13 @@ pub fn parse_line(line: &str) -> Option<Record> {
                 .strip_suffix("us")
                 .filter(|n| n.parse::<i64>().is_ok())
                 .unwrap_or(v);
+            // kernels before 6.x's wb rename print bdi_setpoint/bdi_dirty
+            // (6.1 still does) where 6.18 prints wb_setpoint/wb_dirty
+            let k = match k {
+                "bdi_setpoint" => "wb_setpoint",
+                "bdi_dirty" => "wb_dirty",
+                k => k,
+            };
             match v.parse::<i64>() {
                 Ok(n) => fields.push((k.to_string(), n)),
                 Err(_) => strs.push((k.to_string(), v.to_string())),
@@ -269,6 +276,16 @@ pub fn parse(text: &str) -> Vec<Record> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn older_kernels_bdi_field_names_read_as_wb_names() {
+        let l = "              dd-1234    [001] .....   100.000000: balance_dirty_pages: bdi 254:16: limit=16384 setpoint=14336 dirty=15253 bdi_setpoint=14335 bdi_dirty=15253 dirty_ratelimit=5000 task_ratelimit=4000 dirtied=32 dirtied_pause=32 paused=0 pause=20 period=24 think=4 cgroup_ino=23";
+        let r = parse_line(l).unwrap();
+        assert_eq!(r.get("wb_setpoint"), Some(14335));
+        assert_eq!(r.get("wb_dirty"), Some(15253));
+        assert_eq!(r.get("cgroup_ino"), Some(23));
+    }
+
     use super::*;
 
     #[test]
