@@ -76,6 +76,9 @@ pub struct SuperBlock {
     pub ag_sectors: u64,
     /// First data sector of each group (after its metadata).
     pub ag_data_start: Vec<u64>,
+    /// Per-inode preallocations of files past mballoc's stream threshold:
+    /// the next free sector and the end.
+    pub inode_pa: std::collections::BTreeMap<InodeId, (u64, u64)>,
     pub next_ino: u64,
     /// ext4's and XFS's metadata models (`filesystems.NAME.metadata`).
     pub ext4: Option<Box<crate::fs::jbd2::Ext4Meta>>,
@@ -134,6 +137,7 @@ impl Kernel {
                 s_dev: (major, minor),
                 max_folio_pages: (f.max_folio / ps).max(1),
                 ag_data_start: ag_cursor.clone(),
+                inode_pa: Default::default(),
                 ag_cursor,
                 ag_sectors: self.sc.devices[f.device].size / 512 / f.agcount as u64,
                 next_ino: 12,
