@@ -160,6 +160,22 @@ fn task_colour(i: usize) -> RGBColor {
     P[i % P.len()]
 }
 
+/// Under cgroup writeback a bdi has a wb per cgroup: the plot shows the
+/// writers' one, the `cgroup_ino` with most balance_dirty_pages lines on
+/// `bdi` (-1: lines without the field).
+fn writers_cgroup(bdp: &[&Record], bdi: &str) -> i64 {
+    let mut inos: Vec<(i64, usize)> = Vec::new();
+    for r in bdp.iter().filter(|r| r.bdi.as_deref() == Some(bdi)) {
+        let c = r.get("cgroup_ino").unwrap_or(-1);
+        match inos.iter_mut().find(|(i, _)| *i == c) {
+            Some(n) => n.1 += 1,
+            None => inos.push((c, 1)),
+        }
+    }
+    inos.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    inos.first().map(|c| c.0).unwrap_or(-1)
+}
+
 /// Plot `DIR/trace.txt` into DIR. Returns the files written. `bdi` limits
 /// the plot to one device (default: the bdi with most balance_dirty_pages lines).
 pub fn plot_dir(dir: &Path, bdi: Option<&str>) -> Result<Vec<PathBuf>, String> {
@@ -187,7 +203,10 @@ pub fn plot_dir(dir: &Path, bdi: Option<&str>) -> Result<Vec<PathBuf>, String> {
             counts.first().map(|c| c.0.clone()).unwrap_or_default()
         }
     };
-    let mine = |r: &&Record| r.bdi.as_deref() == Some(bdi.as_str());
+    let cgroup = writers_cgroup(&bdp_all, &bdi);
+    let mine = |r: &&Record| {
+        r.bdi.as_deref() == Some(bdi.as_str()) && r.get("cgroup_ino").unwrap_or(-1) == cgroup
+    };
     let bdp: Vec<&Record> = bdp_all.into_iter().filter(mine).collect();
     let bdr: Vec<&Record> = recs
         .iter()
@@ -335,4 +354,23 @@ pub fn plot_dir(dir: &Path, bdi: Option<&str>) -> Result<Vec<PathBuf>, String> {
         legend,
     )?);
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plots_the_writers_cgroup_wb() {
+        let line = |ino: u32| {
+            format!("              dd-10      [000] .....     1.000000: balance_dirty_pages: bdi 7:64: limit=100 setpoint=80 dirty=70 wb_setpoint=80 wb_dirty=70 dirty_ratelimit=5120 task_ratelimit=5000 dirtied=32 dirtied_pause=32 paused=0 pause=10 period=10 think=0 cgroup_ino={ino}")
+        };
+        let recs: Vec<Record> = [23, 1, 23, 23, 1]
+            .iter()
+            .map(|&i| crate::trace::parse_line(&line(i)).unwrap())
+            .collect();
+        let refs: Vec<&Record> = recs.iter().collect();
+        assert_eq!(writers_cgroup(&refs, "7:64"), 23);
+        assert_eq!(writers_cgroup(&refs, "8:0"), -1);
+    }
 }
