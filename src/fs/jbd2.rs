@@ -31,7 +31,7 @@
 //!
 //! On the host rig (ext4, 4 fs_mark threads, 50 MiB/s) the kernel wrote the
 //! journal in 512 KiB WSM requests from jbd2 and the inode table in 512 KiB
-//! WM requests from the flusher; /work/rigdata/smallfile/REPORT.md.
+//! WM requests from the flusher; ../rigdata/smallfile/REPORT.md.
 //!
 //! Not modelled: the credits creates reserve (only writeback's reserved
 //! handles are), data=ordered waits in the commit, checkpointing when the

@@ -523,6 +523,34 @@ impl Kernel {
         self.wbs[wb].reclaimable > t
     }
 
+    /// The `bdi_dirty_ratelimit` trace line after a ratelimit update (the
+    /// wb's dirty_ratelimit and balanced_dirty_ratelimit already updated),
+    /// in KB/s as the kernel prints it. 6.x and 3.2 share it.
+    pub(crate) fn trace_bdi_dirty_ratelimit(
+        &mut self,
+        pid: Pid,
+        wb: WbId,
+        dirty_rate: u64,
+        task_ratelimit: u64,
+    ) {
+        if !self.tracer.on.bdi_dirty_ratelimit {
+            return;
+        }
+        let w = &self.wbs[wb];
+        let kb = |x: u64| x << (ilog2(self.sc.machine.page_size) - 10);
+        let line = format!(
+            "bdi {}: write_bw={} awrite_bw={} dirty_rate={} dirty_ratelimit={} task_ratelimit={} balanced_dirty_ratelimit={} cgroup_ino=1",
+            w.name,
+            kb(w.write_bandwidth),
+            kb(w.avg_write_bandwidth),
+            kb(dirty_rate),
+            kb(w.dirty_ratelimit),
+            kb(task_ratelimit),
+            kb(w.balanced_dirty_ratelimit)
+        );
+        self.trace_line(pid, "bdi_dirty_ratelimit", format_args!("{line}"));
+    }
+
     /// `__wb_update_bandwidth`.
     fn wb_update_bandwidth_inner(&mut self, wb: WbId, pid: Pid, dtc: Option<&Dtc>) {
         let now = self.jiffies();
@@ -554,21 +582,7 @@ impl Kernel {
             let w = &mut self.wbs[wb];
             w.dirty_ratelimit = u.dirty_ratelimit;
             w.balanced_dirty_ratelimit = u.balanced_dirty_ratelimit;
-            if self.tracer.on.bdi_dirty_ratelimit {
-                let w = &self.wbs[wb];
-                let kb = |x: u64| x << (ilog2(self.sc.machine.page_size) - 10);
-                let line = format!(
-                    "bdi {}: write_bw={} awrite_bw={} dirty_rate={} dirty_ratelimit={} task_ratelimit={} balanced_dirty_ratelimit={} cgroup_ino=1",
-                    w.name,
-                    kb(w.write_bandwidth),
-                    kb(w.avg_write_bandwidth),
-                    kb(u.dirty_rate),
-                    kb(w.dirty_ratelimit),
-                    kb(u.task_ratelimit),
-                    kb(w.balanced_dirty_ratelimit)
-                );
-                self.trace_line(pid, "bdi_dirty_ratelimit", format_args!("{line}"));
-            }
+            self.trace_bdi_dirty_ratelimit(pid, wb, u.dirty_rate, u.task_ratelimit);
         }
         let w = &mut self.wbs[wb];
         let nb = update_write_bandwidth(

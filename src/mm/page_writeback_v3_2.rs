@@ -146,21 +146,7 @@ impl Kernel {
                 let w = &mut self.wbs[wb];
                 w.dirty_ratelimit = r;
                 w.balanced_dirty_ratelimit = bal;
-                if self.tracer.on.bdi_dirty_ratelimit {
-                    let w = &self.wbs[wb];
-                    let kb = |x: u64| x << (ilog2(self.sc.machine.page_size) - 10);
-                    let line = format!(
-                        "bdi {}: write_bw={} awrite_bw={} dirty_rate={} dirty_ratelimit={} task_ratelimit={} balanced_dirty_ratelimit={} cgroup_ino=1",
-                        w.name,
-                        kb(w.write_bandwidth),
-                        kb(w.avg_write_bandwidth),
-                        kb(rate),
-                        kb(r),
-                        kb(trl),
-                        kb(bal)
-                    );
-                    self.trace_line(pid, "bdi_dirty_ratelimit", format_args!("{line}"));
-                }
+                self.trace_bdi_dirty_ratelimit(pid, wb, rate, trl);
             }
             // bdi_update_write_bandwidth: as 6.x but avg is not floored at 1
             let w = &mut self.wbs[wb];
