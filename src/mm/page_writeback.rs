@@ -831,6 +831,7 @@ impl Kernel {
                     period,
                     pause.min(0),
                     start_time,
+                    true,
                 );
                 let t = &mut self.tasks[pid];
                 if pause < -hz {
@@ -859,6 +860,7 @@ impl Kernel {
             period,
             pause,
             start_time,
+            true,
         );
         self.wbs[wb].dirty_sleep = now;
         let call = BdpCall {
@@ -889,8 +891,10 @@ impl Kernel {
         self.balance_dirty_pages(pid, wb, call.pages_dirtied, call.start_time)
     }
 
+    /// The `balance_dirty_pages` trace line. `think` is false for 3.2,
+    /// whose line has no think time (printed as 0).
     #[allow(clippy::too_many_arguments)]
-    fn trace_bdp(
+    pub(crate) fn trace_bdp(
         &mut self,
         pid: Pid,
         wb: WbId,
@@ -901,6 +905,7 @@ impl Kernel {
         period: i64,
         pause: i64,
         start_time: u64,
+        think: bool,
     ) {
         if !self.tracer.on.balance_dirty_pages {
             return;
@@ -912,7 +917,7 @@ impl Kernel {
         let setpoint = (limit + dirty_freerun_ceiling(g.thresh, g.bg_thresh)) / 2;
         let wb_setpoint = setpoint * g.wb_thresh / (g.thresh + 1);
         let t = &self.tasks[pid];
-        let think = if t.dirty_paused_when == 0 {
+        let think = if !think || t.dirty_paused_when == 0 {
             0
         } else {
             ms(jiffies - t.dirty_paused_when as i64)

@@ -280,31 +280,14 @@ impl Kernel {
     }
 
     fn trace_bdp_v32(&mut self, pid: Pid, wb: WbId, g: &Dtc, c: &V32Call, pause: i64) {
-        if !self.tracer.on.balance_dirty_pages {
-            return;
-        }
-        let jiffies = self.jiffies() as i64;
-        let ms = |j: i64| self.jif.to_msecs(j);
-        let kb = |x: u64| x << (ilog2(self.sc.machine.page_size) - 10);
-        let limit = self.dom.dirty_limit;
-        let setpoint = (limit + dirty_freerun_ceiling(g.thresh, g.bg_thresh)) / 2;
-        let line = format!(
-            "bdi {}: limit={} setpoint={} dirty={} wb_setpoint={} wb_dirty={} dirty_ratelimit={} task_ratelimit={} dirtied={} dirtied_pause={} paused={} pause={} period={} think=0 cgroup_ino=1",
-            self.wbs[wb].name,
-            limit,
-            setpoint,
-            g.dirty,
-            setpoint * g.wb_thresh / (g.thresh + 1),
-            g.wb_dirty,
-            kb(c.dirty_ratelimit),
-            kb(c.task_ratelimit),
+        // 3.2's line: period printed as the pause, no think time
+        let (r, t, d, start) = (
+            c.dirty_ratelimit,
+            c.task_ratelimit,
             c.pages_dirtied,
-            self.tasks[pid].nr_dirtied_pause,
-            ms(jiffies - c.start_time as i64),
-            ms(pause),
-            ms(pause),
+            c.start_time,
         );
-        self.trace_line(pid, "balance_dirty_pages", format_args!("{line}"));
+        self.trace_bdp(pid, wb, g, r, t, d, pause, pause, start, false);
     }
 }
 
