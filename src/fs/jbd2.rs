@@ -105,8 +105,6 @@ pub struct Journal {
     pub committing: Option<(RangeSet, CommitStage, u32)>,
     /// A commit was asked for while another was in flight.
     pub commit_again: bool,
-    pub commits: u64,
-    pub blocks_journalled: u64,
     /// Tasks waiting in `start_this_handle` for a full transaction to
     /// commit.
     pub waiters: Vec<Pid>,
@@ -219,8 +217,6 @@ impl Kernel {
                 commit_interval: commit,
                 committing: None,
                 commit_again: false,
-                commits: 0,
-                blocks_journalled: 0,
                 waiters: Vec::new(),
                 reserved: 0,
                 // dioread_nolock is ext4's default since 5.6
@@ -406,7 +402,6 @@ impl Kernel {
         j.tid = j.tid.wrapping_add(1);
         j.running_since = None;
         let n = blocks.count();
-        j.blocks_journalled += n;
         let total = n + n.div_ceil(JBD2_TAGS_PER_DESC);
         j.committing = Some((blocks, CommitStage::Data, 0));
         self.jbd2_write(sb, total);
@@ -455,7 +450,6 @@ impl Kernel {
             return;
         }
         let (blocks, _, _) = j.committing.take().expect("commit");
-        j.commits += 1;
         let again = std::mem::take(&mut j.commit_again) || j.full();
         let pending = !j.running.is_empty();
         let task = j.task;

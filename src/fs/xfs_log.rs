@@ -99,8 +99,6 @@ pub struct XfsMeta {
     pub dir: Vec<(u64, u64)>,
     /// Tasks waiting for log space.
     pub waiters: Vec<Pid>,
-    pub pushes: u64,
-    pub log_bytes: u64,
 }
 
 impl Kernel {
@@ -143,8 +141,6 @@ impl Kernel {
             chunk: vec![(0, INODES_PER_CHUNK); agcount as usize],
             dir: vec![(0, XFS_DIR_ENTRIES_PER_BLOCK); agcount as usize],
             waiters: Vec::new(),
-            pushes: 0,
-            log_bytes: 0,
         }));
         let at = self.now() + XFS_LOG_WORKER;
         self.q.schedule(at, Ev::XfsLogWorker { sb: sb as u32 });
@@ -280,8 +276,6 @@ impl Kernel {
         let n_ag = x.cil_blocks.len();
         let blocks = std::mem::replace(&mut x.cil_blocks, vec![RangeSet::default(); n_ag]);
         let nbufs = bytes.div_ceil(x.logbsize);
-        x.pushes += 1;
-        x.log_bytes += nbufs * x.logbsize;
         x.used += nbufs * x.logbsize;
         x.pushing = Some((blocks, nbufs as u32));
         let (task, start, len, bsz) = (x.cil_task, x.log_start, x.log_blocks, x.logbsize / 4096);
