@@ -84,6 +84,11 @@ fn machine_state() -> String {
             std::fs::read_to_string(m.join("cgroup.subtree_control")).unwrap_or_default()
         );
     }
+    // live mode mounts tracefs if it is not mounted, and unmounts it after
+    let tracefs = mi
+        .lines()
+        .any(|l| l.split_whitespace().nth(4) == Some(wbsim::live::TRACEFS));
+    s += &format!("tracefs mounted at {}: {tracefs}\n", wbsim::live::TRACEFS);
     let inst = names(&Path::new(wbsim::live::TRACEFS).join("instances"), "");
     s += &format!("trace instances: {inst:?}\n");
     for k in [
@@ -116,11 +121,16 @@ fn machine_state() -> String {
         })
         .unwrap_or_default();
     s += &format!("images: {shm:?}\n");
+    // a run removes its restore journal once it has restored the machine
+    let journals = names(Path::new(wbsim::live::journal::JOURNAL_DIR), "live-");
+    s += &format!("restore journals: {journals:?}\n");
     s
 }
 
 /// Start `wbsim live`, wait until its writers run, send `sig`, and check
-/// that it exits 130 and leaves the machine as it found it.
+/// that it exits 130 and leaves the machine as it found it. SIGKILL, which
+/// no handler sees, leaves the machine changed: `wbsim restore` must then
+/// put it back from the run's journal.
 fn interrupt_restores(sig: i32) {
     let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(why) = cannot_run() {
@@ -167,7 +177,22 @@ fn interrupt_restores(sig: i32) {
         libc::kill(child.id() as i32, sig);
     }
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130), "exit status after signal {sig}");
+    if sig == libc::SIGKILL {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(libc::SIGKILL));
+        let r = wbsim().arg("restore").output().unwrap();
+        let text = String::from_utf8_lossy(&r.stdout);
+        assert!(r.status.success(), "wbsim restore: {r:?}");
+        assert!(
+            text.contains(&format!("after live run {}", child.id())) && text.contains("mount"),
+            "wbsim restore did not report the killed run: {text}"
+        );
+        // and a second time there is nothing left to do
+        let r = wbsim().arg("restore").output().unwrap();
+        assert!(String::from_utf8_lossy(&r.stdout).starts_with("nothing to restore"));
+    } else {
+        assert_eq!(status.code(), Some(130), "exit status after signal {sig}");
+    }
     let after = machine_state();
     assert_eq!(
         before, after,
@@ -183,6 +208,11 @@ fn sigint_mid_run_restores_the_machine() {
 #[test]
 fn sigterm_mid_run_restores_the_machine() {
     interrupt_restores(libc::SIGTERM);
+}
+
+#[test]
+fn sigkill_mid_run_is_restored_from_the_journal() {
+    interrupt_restores(libc::SIGKILL);
 }
 
 #[test]

@@ -249,6 +249,48 @@ impl V2Cgroup {
         Ok(())
     }
 
+    /// The restore journal's record of this cgroup: dir, parent, whether
+    /// this run made it, its inode, the controllers enabled and the devices
+    /// capped, tab-separated (lists comma-separated).
+    pub fn journal_value(&self) -> String {
+        format!(
+            "{}\t{}\t{}\t{}\t{}\t{}",
+            self.dir.display(),
+            self.parent.display(),
+            u8::from(self.made),
+            self.ino,
+            self.enabled.join(","),
+            self.capped.join(",")
+        )
+    }
+
+    /// Read [`V2Cgroup::journal_value`] back; `None` if malformed.
+    pub fn from_journal_value(v: &str) -> Option<V2Cgroup> {
+        let f: Vec<&str> = v.split('\t').collect();
+        let [dir, parent, made, ino, enabled, capped] = f[..] else {
+            return None;
+        };
+        let list = |s: &str| -> Vec<String> {
+            s.split(',')
+                .filter(|x| !x.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        let mut en = Vec::new();
+        for c in list(enabled) {
+            // only the controllers live mode enables
+            en.push(*V2_CONTROLLERS.iter().find(|k| **k == c)?);
+        }
+        Some(V2Cgroup {
+            dir: PathBuf::from(dir),
+            parent: PathBuf::from(parent),
+            enabled: en,
+            capped: list(capped),
+            made: made == "1",
+            ino: ino.parse().ok()?,
+        })
+    }
+
     /// Cap writes of device `majmin` at `bps` bytes/s.
     pub fn cap(&mut self, majmin: &str, bps: u64) -> Result<(), String> {
         wr(&self.dir.join("io.max"), &io_max_line(majmin, bps))?;

@@ -19,6 +19,7 @@
 //! one zeroes the other).
 
 pub mod cgroup;
+pub mod journal;
 pub use cgroup::{CapMethod, BLKIO_THROTTLE};
 
 use crate::metrics::{DevObs, DevSnap, Observations, Summary, TaskObs, TaskSnap, VmSample};
@@ -110,12 +111,18 @@ pub fn preflight(sc: &Scenario) -> Result<CapMethod, LiveError> {
                 .into(),
         ));
     }
-    if !Path::new(TRACEFS).join("instances").is_dir()
-        || !Path::new(TRACEFS).join("events/writeback").is_dir()
-    {
-        return Err(LiveError::Refused(format!(
-            "no tracefs with writeback events at {TRACEFS} (mount -t tracefs nodev {TRACEFS})"
-        )));
+    match tracefs_state() {
+        Tracefs::Ready | Tracefs::Unmounted => {}
+        Tracefs::NoEvents => {
+            return Err(LiveError::Refused(format!(
+                "tracefs at {TRACEFS} has no writeback events (a kernel without CONFIG_TRACING?)"
+            )))
+        }
+        Tracefs::Missing => {
+            return Err(LiveError::Refused(format!(
+                "no tracefs: {TRACEFS} is not mounted and the kernel lists no tracefs in /proc/filesystems"
+            )))
+        }
     }
     for c in ["losetup", "mkfs.ext4", "mount", "umount", "dd"] {
         if !have(c) {
@@ -181,12 +188,50 @@ pub fn preflight(sc: &Scenario) -> Result<CapMethod, LiveError> {
     Ok(cap)
 }
 
+/// Whether tracefs can be used at [`TRACEFS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tracefs {
+    /// Mounted, with the writeback events.
+    Ready,
+    /// Not mounted there, but the kernel has tracefs: live mode mounts it
+    /// for the run and unmounts it afterwards.
+    Unmounted,
+    /// Mounted, but without writeback events.
+    NoEvents,
+    /// Not mounted and not available.
+    Missing,
+}
+
+pub fn tracefs_state() -> Tracefs {
+    let root = Path::new(TRACEFS);
+    if root.join("instances").is_dir() {
+        return if root.join("events/writeback").is_dir() {
+            Tracefs::Ready
+        } else {
+            Tracefs::NoEvents
+        };
+    }
+    let listed = std::fs::read_to_string("/proc/filesystems")
+        .map(|f| {
+            f.lines()
+                .any(|l| l.split_whitespace().last() == Some("tracefs"))
+        })
+        .unwrap_or(false);
+    if listed && root.is_dir() {
+        Tracefs::Unmounted
+    } else {
+        Tracefs::Missing
+    }
+}
+
 /// Everything live mode changed, undone in reverse order on drop.
 #[derive(Default)]
 pub struct Restore {
     sysctls: Vec<(String, String)>,
     children: Vec<Child>,
     instance: Option<PathBuf>,
+    /// tracefs was not mounted: live mode mounted it and unmounts it last.
+    tracefs_mounted: bool,
     throttle: Vec<String>,
     /// The private cgroup v2 with the io.max cap.
     cgroup: Option<cgroup::V2Cgroup>,
@@ -196,6 +241,10 @@ pub struct Restore {
     /// Loop device indexes we created with LOOP_CTL_ADD.
     created: Vec<u32>,
     images: Vec<PathBuf>,
+    /// A dead run's dd processes (pid, start time), from its journal.
+    orphans: Vec<(u32, u64)>,
+    /// Where this run's restore journal is kept, if it keeps one.
+    journal: Option<PathBuf>,
     pub log: Vec<String>,
 }
 
@@ -218,6 +267,15 @@ impl Restore {
             let _ = c.wait();
         }
         self.children.clear();
+        for (pid, st) in self.orphans.drain(..) {
+            if journal::start_time(pid) == Some(st) {
+                // SAFETY: kill(2) on the pid of the process the journal
+                // names (its start time checked, so not a reused pid).
+                unsafe {
+                    libc::kill(pid as i32, libc::SIGKILL);
+                }
+            }
+        }
         if let Some(inst) = self.instance.take() {
             let _ = std::fs::write(inst.join("tracing_on"), "0");
             if let Err(e) = std::fs::remove_dir(&inst) {
@@ -275,6 +333,17 @@ impl Restore {
         for i in self.images.drain(..) {
             let _ = std::fs::remove_file(&i);
         }
+        if std::mem::take(&mut self.tracefs_mounted) {
+            let ok = Command::new("umount")
+                .arg(TRACEFS)
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false);
+            if !ok {
+                self.log
+                    .push(format!("could not unmount tracefs from {TRACEFS}"));
+            }
+        }
         // sysctls: write back the non-zero one of each bytes/ratio pair
         let saved = std::mem::take(&mut self.sysctls);
         let get = |k: &str| saved.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
@@ -298,6 +367,9 @@ impl Restore {
             if let Err(e) = std::fs::write(format!("/proc/sys/vm/{k}"), &v) {
                 self.log.push(format!("could not restore vm.{k}={v}: {e}"));
             }
+        }
+        if let Some(j) = self.journal.take() {
+            let _ = std::fs::remove_file(j);
         }
     }
 }
@@ -344,6 +416,7 @@ fn new_loop_device(guard: &mut Restore) -> Result<u32, LiveError> {
     for n in (max + 1).max(64)..(max + 1).max(64) + 64 {
         if loop_ctl(LOOP_CTL_ADD, n).is_ok() {
             guard.created.push(n);
+            guard.sync();
             // wait for devtmpfs to show the node
             for _ in 0..100 {
                 if Path::new(&format!("/dev/loop{n}")).exists() {
@@ -453,7 +526,9 @@ pub fn run(
         }
     };
 
+    guard.journal_in(Path::new(journal::JOURNAL_DIR));
     guard.save_sysctls()?;
+    guard.sync();
     // devices and filesystems
     let mut devs: Vec<LiveDev> = Vec::new();
     for (i, d) in sc.devices.iter().enumerate() {
@@ -479,9 +554,11 @@ pub fn run(
         }
         let size = (bytes + (1 << 30)).min(d.size);
         let img = PathBuf::from(format!("/dev/shm/{tag}-{}.img", d.name));
+        // each change is journaled before it is made (see [`journal`])
+        guard.images.push(img.clone());
+        guard.sync();
         let f = std::fs::File::create(&img)
             .map_err(|e| failed(format!("create {}: {e}", img.display())))?;
-        guard.images.push(img.clone());
         f.set_len(size).map_err(failed)?;
         drop(f);
         let n = new_loop_device(guard)?;
@@ -490,6 +567,8 @@ pub fn run(
         // tmpfs takes O_DIRECT from 6.6 on; before that the loop device
         // writes into the image through tmpfs' page cache (which is never
         // dirty in the writeback sense)
+        guard.loops.push(dev.clone());
+        guard.sync();
         let mut io = "direct IO";
         if run_cmd("losetup", &["--direct-io=on", &dev, imgs]).is_err() {
             let _ = Command::new("losetup")
@@ -499,7 +578,6 @@ pub fn run(
             run_cmd("losetup", &[&dev, imgs])?;
             io = "buffered: no O_DIRECT on this tmpfs";
         }
-        guard.loops.push(dev.clone());
         let loopname = dev.trim_start_matches("/dev/").to_string();
         let majmin = read(format!("/sys/block/{loopname}/dev"))?
             .trim()
@@ -530,8 +608,10 @@ pub fn run(
             ],
         )?;
         let mnt = std::env::temp_dir().join(format!("{tag}-{}", f.name));
-        std::fs::create_dir_all(&mnt).map_err(failed)?;
         guard.dirs.push(mnt.clone());
+        guard.mounts.push(mnt.clone());
+        guard.sync();
+        std::fs::create_dir_all(&mnt).map_err(failed)?;
         run_cmd(
             "mount",
             &[
@@ -539,11 +619,12 @@ pub fn run(
                 mnt.to_str().unwrap_or_default(),
             ],
         )?;
-        guard.mounts.push(mnt.clone());
         mnts.push(mnt);
     }
     if let CapMethod::V2 { mount, enable } = &cap {
-        cgroup::V2Cgroup::create(mount, enable, &tag, &mut guard.cgroup).map_err(failed)?;
+        let r = cgroup::V2Cgroup::create(mount, enable, &tag, &mut guard.cgroup);
+        guard.sync();
+        r.map_err(failed)?;
     }
     for (i, d) in sc.devices.iter().enumerate() {
         let DeviceKind::Throttled { write_bps, .. } = d.kind else {
@@ -551,10 +632,15 @@ pub fn run(
         };
         match guard.cgroup.as_mut() {
             None => {
-                write(BLKIO_THROTTLE, &format!("{} {write_bps}", devs[i].majmin))?;
                 guard.throttle.push(devs[i].majmin.clone());
+                guard.sync();
+                write(BLKIO_THROTTLE, &format!("{} {write_bps}", devs[i].majmin))?;
             }
-            Some(cg) => cg.cap(&devs[i].majmin, write_bps).map_err(failed)?,
+            Some(cg) => {
+                let r = cg.cap(&devs[i].majmin, write_bps);
+                guard.sync();
+                r.map_err(failed)?
+            }
         }
     }
     progress(&format!("writes capped by {}", cap.describe()));
@@ -582,10 +668,21 @@ pub fn run(
     set("dirty_expire_centisecs", vm.dirty_expire_centisecs)?;
     set("dirty_writeback_centisecs", vm.dirty_writeback_centisecs)?;
 
-    // the trace instance
+    // the trace instance (tracefs mounted for the run if it was not)
+    if tracefs_state() == Tracefs::Unmounted {
+        run_cmd("mount", &["-t", "tracefs", "nodev", TRACEFS])?;
+        guard.tracefs_mounted = true;
+        guard.sync();
+        if tracefs_state() != Tracefs::Ready {
+            return Err(LiveError::Refused(format!(
+                "tracefs mounted at {TRACEFS} has no writeback events"
+            )));
+        }
+    }
     let inst = Path::new(TRACEFS).join("instances").join(&tag);
     std::fs::create_dir(&inst).map_err(|e| failed(format!("mkdir {}: {e}", inst.display())))?;
     guard.instance = Some(inst.clone());
+    guard.sync();
     write(inst.join("buffer_size_kb"), "65536")?;
     for e in &sc.trace.events {
         let sys = crate::trace::event_subsystem(e);
@@ -644,11 +741,13 @@ pub fn run(
             if w.child.is_none() && now >= w.start && w.end.is_none_or(|e| now < e) {
                 let mut cmd = Command::new("dd");
                 cmd.args(&w.args).stdin(Stdio::null()).stdout(Stdio::null());
+                die_with_parent(&mut cmd);
                 if let Some(p) = &procs {
                     join_cgroup(&mut cmd, p.clone());
                 }
                 let c = cmd.spawn().map_err(|e| failed(format!("dd: {e}")))?;
                 guard.children.push(c);
+                guard.sync();
                 w.child = Some(guard.children.len() - 1);
             }
             if let (Some(c), Some(e)) = (w.child, w.end) {
@@ -758,6 +857,22 @@ pub fn run(
 
 /// Make `cmd`'s child write "0" (itself) to the cgroup.procs file `procs`
 /// before it execs, so that it never runs outside the cgroup.
+/// Have the child killed if this process dies without restoring (SIGKILL),
+/// so that no dd keeps writing to a device nobody will unmount.
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child and calls only prctl(2),
+    // which is async-signal-safe, allocating nothing.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
 fn join_cgroup(cmd: &mut Command, procs: std::ffi::CString) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure runs in the forked child and calls only

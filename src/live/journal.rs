@@ -1,0 +1,326 @@
+//! The restore journal: what a live run has changed, kept on disk so that a
+//! run killed by SIGKILL (or a lost session), which no signal handler sees,
+//! is undone by the next live run or by `wbsim restore`.
+//!
+//! The journal lives in `/run/wbsim/`, which is a tmpfs: after a reboot
+//! there is nothing to undo (sysctls, loop devices, mounts, trace instances
+//! and throttle rules do not survive one) and no journal either. It is
+//! rewritten atomically (write then rename) after every change a run makes,
+//! and removed when the run has restored the machine. A journal whose
+//! process is still alive belongs to a run in progress and is left alone.
+//!
+//! One record per line, the kind first, then tab-separated values:
+//!
+//! ```text
+//! wbsim-live-restore 1
+//! pid 3223 1043021
+//! sysctl dirty_bytes 0
+//! mount /tmp/wbsim-live-3223-scratch
+//! ```
+
+use super::cgroup::V2Cgroup;
+use super::Restore;
+use std::path::{Path, PathBuf};
+
+pub const JOURNAL_DIR: &str = "/run/wbsim";
+const MAGIC: &str = "wbsim-live-restore 1";
+
+/// The start time of process `pid` (field 22 of /proc/PID/stat, in clock
+/// ticks since boot): with the pid, it names one process, even after the
+/// pid is reused.
+pub(super) fn start_time(pid: u32) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // the comm field may hold spaces and parentheses: fields after the last ')'
+    let rest = &s[s.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+impl Restore {
+    /// Start journaling this run's changes to `dir/live-PID.restore`.
+    pub fn journal_in(&mut self, dir: &Path) {
+        let pid = std::process::id();
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            self.log.push(format!(
+                "no restore journal ({}: {e}); a SIGKILL would leave the machine changed",
+                dir.display()
+            ));
+            return;
+        }
+        self.journal = Some(dir.join(format!("live-{pid}.restore")));
+        self.sync();
+    }
+
+    /// The journal's text for the current state.
+    pub(super) fn journal_text(&self) -> String {
+        let pid = std::process::id();
+        let mut t = format!("{MAGIC}\npid\t{pid}\t{}\n", start_time(pid).unwrap_or(0));
+        let mut line = |kind: &str, v: &str| {
+            t.push_str(kind);
+            t.push('\t');
+            t.push_str(v);
+            t.push('\n');
+        };
+        for (k, v) in &self.sysctls {
+            line("sysctl", &format!("{k}\t{v}"));
+        }
+        for c in &self.children {
+            line(
+                "child",
+                &format!("{}\t{}", c.id(), start_time(c.id()).unwrap_or(0)),
+            );
+        }
+        if let Some(i) = &self.instance {
+            line("instance", &i.to_string_lossy());
+        }
+        if self.tracefs_mounted {
+            line("tracefs_mounted", "1");
+        }
+        for mm in &self.throttle {
+            line("throttle", mm);
+        }
+        if let Some(cg) = &self.cgroup {
+            line("cgroup", &cg.journal_value());
+        }
+        for m in &self.mounts {
+            line("mount", &m.to_string_lossy());
+        }
+        for d in &self.dirs {
+            line("dir", &d.to_string_lossy());
+        }
+        for l in &self.loops {
+            line("loop", l);
+        }
+        for n in &self.created {
+            line("created", &n.to_string());
+        }
+        for i in &self.images {
+            line("image", &i.to_string_lossy());
+        }
+        t
+    }
+
+    /// Write the journal (if this run keeps one) for the current state.
+    pub fn sync(&mut self) {
+        let Some(path) = self.journal.clone() else {
+            return;
+        };
+        let tmp = path.with_extension("tmp");
+        let r =
+            std::fs::write(&tmp, self.journal_text()).and_then(|_| std::fs::rename(&tmp, &path));
+        if let Err(e) = r {
+            self.log.push(format!(
+                "could not write the restore journal {}: {e}",
+                path.display()
+            ));
+            self.journal = None;
+        }
+    }
+
+    /// Rebuild the guard of a dead run from its journal `text`. Returns
+    /// the guard and the dead run's pid; errors name the line.
+    pub(super) fn from_journal(text: &str) -> Result<(Restore, u32, u64), String> {
+        let mut g = Restore::default();
+        match g.read_records(text) {
+            Ok((pid, st)) => Ok((g, pid, st)),
+            Err(e) => {
+                // a guard restores on drop: not one half read
+                std::mem::forget(g);
+                Err(e)
+            }
+        }
+    }
+
+    fn read_records(&mut self, text: &str) -> Result<(u32, u64), String> {
+        let g = self;
+        let mut lines = text.lines().enumerate();
+        if lines.next().map(|(_, l)| l) != Some(MAGIC) {
+            return Err(format!("line 1: expected \"{MAGIC}\""));
+        }
+        let mut pid = None;
+        for (i, l) in lines {
+            let bad = || format!("line {}: cannot read {l:?}", i + 1);
+            let (kind, v) = l.split_once('\t').ok_or_else(bad)?;
+            let num = |s: &str| s.parse::<u64>().map_err(|_| bad());
+            match kind {
+                "pid" => {
+                    let (p, st) = v.split_once('\t').ok_or_else(bad)?;
+                    pid = Some((num(p)? as u32, num(st)?));
+                }
+                "sysctl" => {
+                    let (k, val) = v.split_once('\t').ok_or_else(bad)?;
+                    g.sysctls.push((k.to_string(), val.to_string()));
+                }
+                "child" => {
+                    let (p, st) = v.split_once('\t').ok_or_else(bad)?;
+                    g.orphans.push((num(p)? as u32, num(st)?));
+                }
+                "instance" => g.instance = Some(PathBuf::from(v)),
+                "tracefs_mounted" => g.tracefs_mounted = true,
+                "throttle" => g.throttle.push(v.to_string()),
+                "cgroup" => g.cgroup = Some(V2Cgroup::from_journal_value(v).ok_or_else(bad)?),
+                "mount" => g.mounts.push(PathBuf::from(v)),
+                "dir" => g.dirs.push(PathBuf::from(v)),
+                "loop" => g.loops.push(v.to_string()),
+                "created" => g.created.push(num(v)? as u32),
+                "image" => g.images.push(PathBuf::from(v)),
+                _ => return Err(format!("line {}: unknown record {kind:?}", i + 1)),
+            }
+        }
+        Ok(pid.ok_or("no pid record")?)
+    }
+
+    /// A one-line account of what this guard holds, for the recovery
+    /// message.
+    pub(super) fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.sysctls.is_empty() {
+            parts.push("the vm.dirty_* sysctls".to_string());
+        }
+        if !self.orphans.is_empty() {
+            parts.push(format!("{} dd process(es)", self.orphans.len()));
+        }
+        if let Some(i) = &self.instance {
+            parts.push(format!("trace instance {}", i.display()));
+        }
+        for mm in &self.throttle {
+            parts.push(format!("the blkio throttle rule of {mm}"));
+        }
+        if let Some(cg) = &self.cgroup {
+            parts.push(format!("cgroup {}", cg.dir.display()));
+        }
+        for m in &self.mounts {
+            parts.push(format!("mount {}", m.display()));
+        }
+        for l in &self.loops {
+            parts.push(l.clone());
+        }
+        for i in &self.images {
+            parts.push(format!("image {}", i.display()));
+        }
+        if self.tracefs_mounted {
+            parts.push("the tracefs mount".into());
+        }
+        if parts.is_empty() {
+            "nothing".into()
+        } else {
+            parts.join(", ")
+        }
+    }
+}
+
+/// Undo what dead live runs left behind, as their journals in `dir`
+/// record. Runs still alive are left alone. Returns one message per
+/// journal handled (what was restored, and anything that failed).
+pub fn recover_stale(dir: &Path) -> Vec<String> {
+    let mut msgs = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return msgs;
+    };
+    let mut files: Vec<PathBuf> = rd
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "restore"))
+        .collect();
+    files.sort();
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        match Restore::from_journal(&text) {
+            Err(e) => msgs.push(format!(
+                "{}: unreadable restore journal ({e}); left in place",
+                f.display()
+            )),
+            Ok((mut g, pid, st)) => {
+                if start_time(pid).is_some_and(|now| now == st) {
+                    continue; // a run in progress
+                }
+                let what = g.describe();
+                g.restore();
+                let _ = std::fs::remove_file(&f);
+                let mut m = format!(
+                    "restored the machine after live run {pid}, which ended without restoring it: {what}"
+                );
+                for l in g.log.drain(..) {
+                    m.push_str(&format!("; {l}"));
+                }
+                msgs.push(m);
+            }
+        }
+    }
+    msgs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn journal_round_trips() {
+        let mut g = Restore::default();
+        g.sysctls.push(("dirty_bytes".into(), "0".into()));
+        g.sysctls.push(("dirty_ratio".into(), "20".into()));
+        g.instance = Some(PathBuf::from("/sys/kernel/tracing/instances/wbsim-live-7"));
+        g.tracefs_mounted = true;
+        g.throttle.push("7:64".into());
+        g.mounts.push(PathBuf::from("/tmp/wbsim-live-7-a b"));
+        g.dirs.push(PathBuf::from("/tmp/wbsim-live-7-a b"));
+        g.loops.push("/dev/loop64".into());
+        g.created.push(64);
+        g.images
+            .push(PathBuf::from("/dev/shm/wbsim-live-7-loop0.img"));
+        let text = g.journal_text();
+        let (h, pid, _) = Restore::from_journal(&text).unwrap();
+        assert_eq!(pid, std::process::id());
+        assert_eq!(h.sysctls, g.sysctls);
+        assert_eq!(h.instance, g.instance);
+        assert!(h.tracefs_mounted);
+        assert_eq!(h.throttle, g.throttle);
+        assert_eq!(h.mounts, g.mounts);
+        assert_eq!(h.dirs, g.dirs);
+        assert_eq!(h.loops, g.loops);
+        assert_eq!(h.created, g.created);
+        assert_eq!(h.images, g.images);
+        // the guard must not undo anything when these test values drop
+        std::mem::forget(g);
+        std::mem::forget(h);
+    }
+
+    #[test]
+    fn bad_journals_name_the_line() {
+        let e = Restore::from_journal("something else\n").err().unwrap();
+        assert!(e.contains("line 1"), "{e}");
+        let e = Restore::from_journal(&format!("{MAGIC}\npid\t1\t2\nfrob\tx\n"))
+            .err()
+            .unwrap();
+        assert!(e.contains("line 3") && e.contains("frob"), "{e}");
+        let e = Restore::from_journal(&format!("{MAGIC}\ncreated\tx\n"))
+            .err()
+            .unwrap();
+        assert!(e.contains("line 2"), "{e}");
+    }
+
+    #[test]
+    fn live_runs_are_left_alone() {
+        let dir = std::env::temp_dir().join(format!("wbsim-journal-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // this test process is alive, so its journal is not touched
+        let me = std::process::id();
+        let text = format!(
+            "{MAGIC}\npid\t{me}\t{}\nmount\t/nonexistent/wbsim-x\n",
+            start_time(me).unwrap()
+        );
+        let f = dir.join("live-1.restore");
+        std::fs::write(&f, &text).unwrap();
+        assert!(recover_stale(&dir).is_empty());
+        assert!(f.exists());
+        // a journal of a dead process (same pid, other start time) is
+        // replayed and removed; its records name nothing that exists
+        let text = format!("{MAGIC}\npid\t{me}\t1\ndir\t/nonexistent/wbsim-x\n");
+        std::fs::write(&f, text).unwrap();
+        let m = recover_stale(&dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(m.len(), 1, "{m:?}");
+        assert!(m[0].contains("restored"), "{m:?}");
+    }
+}
