@@ -5,6 +5,8 @@
 //! come from the same `Summary` code.
 
 use crate::metrics::Summary;
+use crate::output::simulate;
+use crate::scenario::Scenario;
 
 /// (name, what, how to read it from a summary).
 pub type Metric = (&'static str, &'static str, fn(&Summary) -> Option<f64>);
@@ -142,6 +144,75 @@ pub fn score(kernel: &[Summary], sim: &Summary, tolerance: &[(String, f64)]) -> 
     rows
 }
 
+/// The writers' CPU time per second of the window (user + system, all
+/// jobs): what the kernel runs measure from /proc/PID/stat and what the
+/// model estimates from its cost model.
+pub fn writers_cpu(s: &Summary) -> f64 {
+    s.jobs.iter().map(|j| j.cpu_user + j.cpu_system).sum()
+}
+
+/// How much slower (k > 1) this machine's CPU is than `sc`'s cost model:
+/// the factor that makes the model's writers use the CPU time the kernel
+/// runs measured (median over the runs). The think time between two
+/// balance_dirty_pages() calls, and so the pause, depends on it: on the
+/// same rig, the kernel's pause p50 for 1 dd at bs=1M went from 16 ms to
+/// 12 ms when the host's CPU got 2.2x slower (dd 0.098 -> 0.22 CPU-s/s).
+/// CPU time is close to proportional to the costs at a fixed device
+/// bandwidth, so one correction step after the first estimate suffices.
+/// Returns (k, the kernel's CPU-s/s), or None without a CPU measurement.
+pub fn cpu_scale(kernel: &[Summary], sc: &Scenario) -> Option<(f64, f64)> {
+    let mut ks: Vec<f64> = kernel.iter().map(writers_cpu).collect();
+    if ks.is_empty() {
+        return None;
+    }
+    let kcpu = median(&mut ks);
+    let mut k = 1.0;
+    for _ in 0..2 {
+        let mut s = sc.clone();
+        s.machine.cost = sc.machine.cost.scaled(k);
+        let cpu = writers_cpu(&simulate(&s, false, |_, _| {}).summary);
+        if !(kcpu > 0.0 && cpu > 0.0) {
+            return None;
+        }
+        k *= kcpu / cpu;
+    }
+    k.is_finite().then_some((k, kcpu))
+}
+
+/// `VM_COMPLETIONS_PERIOD_LEN`: the writeback domain's completion counts
+/// (the flexible proportions behind each wb's share of the dirty
+/// threshold) halve every 3 s while any remain.
+pub const COMPLETIONS_PERIOD_S: u64 = 3;
+
+/// How long to wait after a kernel run that wrote `pages` pages before the
+/// next one, so that the global completion count has aged to nothing
+/// (`writeout_period()` halves it each period; below 2 events it stops).
+/// Runs started sooner give their new device only a small share of the
+/// threshold at first (on the host rig, back-to-back runs 2 s apart began
+/// with wb_setpoint about 1390 of setpoint 44800, 3%, against 100% after
+/// an idle minute), which changes how dirty_ratelimit descends.
+pub fn settle_secs(pages: u64) -> u64 {
+    let periods = 64 - pages.leading_zeros() as u64; // ceil(log2(pages + 1))
+    COMPLETIONS_PERIOD_S * (periods + 1)
+}
+
+/// The wb's share of the dirty threshold at the first balance_dirty_pages
+/// line of `trace`: wb_setpoint / setpoint (the trace computes wb_setpoint
+/// as setpoint scaled by the share). None without such a line.
+pub fn start_share(trace: &str) -> Option<f64> {
+    let l = trace
+        .lines()
+        .find(|l| l.contains(" balance_dirty_pages: "))?;
+    let field = |k: &str| -> Option<f64> {
+        l.split_whitespace()
+            .find_map(|w| w.strip_prefix(k)?.strip_prefix('='))?
+            .parse()
+            .ok()
+    };
+    let (wsp, sp) = (field("wb_setpoint")?, field("setpoint")?);
+    (sp > 0.0).then(|| wsp / sp)
+}
+
 pub fn table(title: &str, rows: &[Row], k: usize) -> String {
     let mut s = format!("{title}: kernel over {k} run(s) vs wbsim\n");
     s += &format!(
@@ -211,5 +282,76 @@ mod tests {
         assert!(!r.iter().find(|r| r.metric == "throughput").unwrap().pass);
         let r = score(&k, &summary_with(53.0), &[]);
         assert!(r.iter().all(|r| r.pass), "no tolerance, no failure");
+    }
+
+    /// A kernel that spent 2.5x the model's CPU time gets costs scaled by
+    /// about 2.5, and the scaled model then uses the kernel's CPU time.
+    #[test]
+    fn cpu_calibration_matches_the_kernels_cpu_time() {
+        let sc = Scenario::load_str(
+            "[vm]\ndirty_bytes = \"200M\"\ndirty_background_bytes = \"100M\"\n\
+             [devices.d]\ntype = \"throttled\"\nwrite_bps = \"50MiB/s\"\n\
+             [filesystems.f]\ndevice = \"d\"\n[jobs.dd]\nnumjobs = 2\nbs = \"1M\"\n\
+             [run]\nduration = \"20s\"\nwarmup = \"10s\"\n",
+            "t.toml",
+            "t",
+            &[],
+        )
+        .unwrap();
+        let base = simulate(&sc, false, |_, _| {}).summary;
+        let cpu = writers_cpu(&base);
+        assert!(cpu > 0.0);
+        let mut kernel = Summary::compute(&Observations::default());
+        kernel.jobs = serde_json::from_value(serde_json::to_value(&base.jobs).unwrap()).unwrap();
+        kernel.jobs[0].cpu_system = 2.5 * cpu;
+        kernel.jobs[0].cpu_user = 0.0;
+        let (k, kcpu) = cpu_scale(&[kernel], &sc).unwrap();
+        assert_eq!(kcpu, 2.5 * cpu);
+        assert!((2.0..3.0).contains(&k), "k = {k}");
+        let mut s = sc.clone();
+        s.machine.cost = sc.machine.cost.scaled(k);
+        let got = writers_cpu(&simulate(&s, false, |_, _| {}).summary);
+        assert!((got / kcpu - 1.0).abs() < 0.02, "{got} vs {kcpu}");
+        // nothing measured, nothing scaled
+        assert!(cpu_scale(&[], &sc).is_none());
+    }
+
+    #[test]
+    fn settling_outlasts_the_completion_count() {
+        // 0 pages: one period; 750k pages (60 s at 50 MiB/s): 20 halvings
+        assert_eq!(settle_secs(0), 3);
+        assert_eq!(settle_secs(1), 6);
+        assert_eq!(settle_secs(768_000), 3 * 21);
+        let mut events = 768_000u64;
+        let mut periods = 0;
+        while events > 1 {
+            events -= events / 2; // fprop_new_period: events -= events >> 1
+            periods += 1;
+        }
+        assert!(COMPLETIONS_PERIOD_S * periods <= settle_secs(768_000));
+    }
+
+    #[test]
+    fn start_share_reads_the_first_bdp_line() {
+        let t =
+            "  dd-1 [001] ..... 1.0: balance_dirty_pages: bdi 7:64: limit=51200 setpoint=44800 \
+                 dirty=38473 wb_setpoint=1391 wb_dirty=37248 dirty_ratelimit=102400\n\
+                 dd-1 [001] ..... 2.0: balance_dirty_pages: bdi 7:64: limit=51200 setpoint=44800 \
+                 dirty=38473 wb_setpoint=44800 wb_dirty=37248\n";
+        let s = start_share(t).unwrap();
+        assert!((s - 1391.0 / 44800.0).abs() < 1e-9);
+        assert_eq!(start_share("nothing\n"), None);
+    }
+
+    #[test]
+    fn scaling_costs_leaves_the_scheduler_alone() {
+        let sc = Scenario::builtin(&[]).unwrap();
+        let c = &sc.machine.cost;
+        let d = c.scaled(2.0);
+        assert_eq!(d.page_cache_insert, 2 * c.page_cache_insert);
+        assert_eq!(d.syscall, 2 * c.syscall);
+        assert_eq!(d.wakeup, 2 * c.wakeup);
+        assert_eq!(d.sched_slice, c.sched_slice);
+        assert_eq!(d.wakeup_jitter, c.wakeup_jitter);
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod compare;
 
+use crate::metrics::Summary;
 use crate::output::{simulate, write_outputs};
 use crate::scenario::{Scenario, ScenarioError};
 use clap::{Parser, Subcommand};
@@ -83,6 +84,14 @@ enum Cmd {
         /// Keep every run's outputs here (kernel-N/ and wbsim/ per scenario)
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Do not run the kernel: score against the kernel runs kept in
+        /// DIR by an earlier `--out DIR` (DIR/SCENARIO/kernel-N/summary.json)
+        #[arg(long, value_name = "DIR")]
+        kernel_runs: Option<PathBuf>,
+        /// Keep the scenarios' machine.cost as written, instead of scaling
+        /// it to the CPU speed the kernel runs measured
+        #[arg(long)]
+        no_cpu_calibration: bool,
     },
     /// Validate a scenario without running it
     Check {
@@ -100,6 +109,10 @@ enum Cmd {
         #[arg(long, default_value = "both", value_parser = ["off", "on", "both"])]
         trace: String,
     },
+    /// Undo what a live run killed without restoring (SIGKILL, a lost
+    /// session) left on this machine, from its journal in /run/wbsim
+    /// (every live run does this first, too)
+    Restore,
     /// Print the built-in default scenario
     DefaultScenario,
     /// Before/after table of two runs' summary metrics
@@ -137,6 +150,23 @@ pub fn main() -> i32 {
         }
     };
     match cli.cmd {
+        Cmd::Restore => {
+            // SAFETY: geteuid(2) has no preconditions.
+            if unsafe { libc::geteuid() } != 0 {
+                eprintln!("wbsim: restore needs root");
+                return 2;
+            }
+            let msgs = crate::live::journal::recover_stale(std::path::Path::new(
+                crate::live::journal::JOURNAL_DIR,
+            ));
+            if msgs.is_empty() {
+                println!("nothing to restore: no live run ended without restoring the machine");
+            }
+            for m in msgs {
+                println!("{m}");
+            }
+            0
+        }
         Cmd::Live { s, out, quiet } => {
             let sc = match load(&s) {
                 Ok(sc) => sc,
@@ -167,7 +197,18 @@ pub fn main() -> i32 {
             repeat,
             sets,
             out,
-        } => fidelity_cmd(&scenarios, repeat.max(1), &sets, out.as_deref()),
+            kernel_runs,
+            no_cpu_calibration,
+        } => fidelity_cmd(
+            &scenarios,
+            &FidelityOpts {
+                repeat: repeat.max(1),
+                sets,
+                out,
+                kernel_runs,
+                calibrate_cpu: !no_cpu_calibration,
+            },
+        ),
         Cmd::Compare { a, b } => match compare::run(&a, &b) {
             Ok(t) => {
                 print!("{t}");
@@ -342,6 +383,12 @@ pub fn bench(sc: &Scenario, repeat: u32, which: &str) {
 pub fn live_once(sc: &Scenario, quiet: bool) -> Result<crate::output::RunResult, i32> {
     use crate::live::{self, LiveError, Restore};
     let stop = live::stop_flag();
+    // SAFETY: geteuid(2) has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        for m in live::journal::recover_stale(std::path::Path::new(live::journal::JOURNAL_DIR)) {
+            eprintln!("wbsim: {m}");
+        }
+    }
     let mut guard = Restore::default();
     let r = live::run(sc, &stop, &mut guard, &mut |m: &str| {
         if !quiet {
@@ -365,35 +412,93 @@ pub fn live_once(sc: &Scenario, quiet: bool) -> Result<crate::output::RunResult,
     }
 }
 
-fn fidelity_cmd(
-    files: &[String],
+struct FidelityOpts {
     repeat: u32,
-    sets: &[String],
-    out: Option<&std::path::Path>,
-) -> i32 {
+    sets: Vec<String>,
+    out: Option<PathBuf>,
+    kernel_runs: Option<PathBuf>,
+    calibrate_cpu: bool,
+}
+
+/// The kernel runs kept under `dir/SCENARIO/kernel-N/summary.json`.
+fn kept_kernel_runs(dir: &std::path::Path, sc: &Scenario) -> Result<Vec<Summary>, String> {
+    let d = dir.join(&sc.name);
+    let mut runs: Vec<(u32, PathBuf)> = std::fs::read_dir(&d)
+        .map_err(|e| format!("{}: {e}", d.display()))?
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let k = n.strip_prefix("kernel-")?.parse().ok()?;
+            Some((k, e.path().join("summary.json")))
+        })
+        .collect();
+    runs.sort();
+    if runs.is_empty() {
+        return Err(format!("{}: no kernel-N/ run directories", d.display()));
+    }
+    runs.iter()
+        .map(|(_, f)| {
+            let t = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+            serde_json::from_str(&t).map_err(|e| format!("{}: {e}", f.display()))
+        })
+        .collect()
+}
+
+fn fidelity_cmd(files: &[String], o: &FidelityOpts) -> i32 {
     let mut scs = Vec::new();
     for f in files {
-        match Scenario::load_file(f, sets) {
+        match Scenario::load_file(f, &o.sets) {
             Ok(sc) => scs.push(sc),
             Err(e) => return bad_input(&e),
         }
     }
     // refuse up front, before touching the machine
-    for sc in &scs {
-        if let Err(e) = crate::live::preflight(sc) {
-            eprintln!("wbsim: {}: {e}", sc.name);
-            return 2;
+    if o.kernel_runs.is_none() {
+        for sc in &scs {
+            if let Err(e) = crate::live::preflight(sc) {
+                eprintln!("wbsim: {}: {e}", sc.name);
+                return 2;
+            }
         }
     }
+    let out = o.out.as_deref();
+    let stop = crate::live::stop_flag();
+    // pages the previous kernel run wrote, for the settling wait
+    let mut last_pages: Option<u64> = None;
     let mut all_pass = true;
     let mut report = Vec::new();
     for sc in &scs {
         let mut kernel = Vec::new();
-        for k in 0..repeat {
+        if let Some(dir) = &o.kernel_runs {
+            match kept_kernel_runs(dir, sc) {
+                Ok(k) => kernel = k,
+                Err(e) => {
+                    eprintln!("wbsim: error: {e}");
+                    return 2;
+                }
+            }
+        }
+        let mut shares = Vec::new();
+        for k in 0..if o.kernel_runs.is_some() { 0 } else { o.repeat } {
+            if let Some(p) = last_pages {
+                let wait = crate::fidelity::settle_secs(p);
+                eprintln!(
+                    "[wbsim fidelity] waiting {wait} s for the writeback domain to age out the last run's {p} completions"
+                );
+                let t0 = Instant::now();
+                while t0.elapsed().as_secs() < wait {
+                    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        eprintln!("wbsim: interrupted");
+                        return 130;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+            }
             eprintln!(
-                "[wbsim fidelity] {}: kernel run {}/{repeat} ({:.0} s)",
+                "[wbsim fidelity] {}: kernel run {}/{} ({:.0} s)",
                 sc.name,
                 k + 1,
+                o.repeat,
                 sc.run.duration as f64 / 1e9
             );
             match live_once(sc, true) {
@@ -402,12 +507,35 @@ fn fidelity_cmd(
                         let _ =
                             write_outputs(&o.join(&sc.name).join(format!("kernel-{}", k + 1)), &r);
                     }
+                    last_pages = Some(
+                        (r.summary.devices.iter().map(|d| d.write_mib_s).sum::<f64>()
+                            * r.summary.duration_s
+                            * 256.0) as u64,
+                    );
+                    if let Some(s) = crate::fidelity::start_share(&r.trace_text) {
+                        shares.push(s);
+                    }
                     kernel.push(r.summary)
                 }
                 Err(code) => return code,
             }
         }
-        let sim = simulate(sc, true, |_, _| {});
+        let mut sim_sc = sc.clone();
+        let mut cpu_note = None;
+        if o.calibrate_cpu {
+            if let Some((k, kcpu)) = crate::fidelity::cpu_scale(&kernel, sc) {
+                sim_sc.machine.cost = sc.machine.cost.scaled(k);
+                cpu_note = Some(format!(
+                    "machine.cost scaled x{k:.3} to this CPU: the kernel runs' writers used {kcpu:.3} CPU-s/s (median); \
+                     page_cache_insert {} ns -> {} ns, syscall {} ns -> {} ns",
+                    sc.machine.cost.page_cache_insert,
+                    sim_sc.machine.cost.page_cache_insert,
+                    sc.machine.cost.syscall,
+                    sim_sc.machine.cost.syscall
+                ));
+            }
+        }
+        let sim = simulate(&sim_sc, true, |_, _| {});
         if let Some(o) = out {
             let _ = write_outputs(&o.join(&sc.name).join("wbsim"), &sim);
         }
@@ -415,10 +543,26 @@ fn fidelity_cmd(
         all_pass &= rows.iter().all(|r| r.pass);
         let contaminated: u64 = kernel.iter().map(|s| s.other_bdi_lines).sum();
         println!("{}", crate::fidelity::table(&sc.name, &rows, kernel.len()));
-        if contaminated > 0 {
-            println!("note: {contaminated} trace lines of other devices' writeback during the kernel windows\n");
+        if let Some(n) = &cpu_note {
+            println!("note: {n}");
         }
-        report.push(serde_json::json!({"scenario": sc.name, "kernel_runs": kernel.len(), "other_bdi_lines": contaminated, "rows": rows}));
+        if shares.iter().any(|s| *s < 0.5) {
+            let v: Vec<String> = shares
+                .iter()
+                .map(|s| format!("{:.0}%", s * 100.0))
+                .collect();
+            println!(
+                "note: a kernel run began with its device holding little of the dirty threshold ({}): \
+                 the writeback domain still remembered earlier writeback (its completion counts halve every 3 s); \
+                 leave the machine idle for a minute before the first run",
+                v.join(", ")
+            );
+        }
+        if contaminated > 0 {
+            println!("note: {contaminated} trace lines of other devices' writeback during the kernel windows");
+        }
+        println!();
+        report.push(serde_json::json!({"scenario": sc.name, "kernel_runs": kernel.len(), "other_bdi_lines": contaminated, "cpu_calibration": cpu_note, "rows": rows}));
     }
     if let Some(o) = out {
         let _ = std::fs::create_dir_all(o);

@@ -6,7 +6,7 @@
 use crate::kernel::{Kernel, RunState};
 use crate::sim::{Ns, NSEC_PER_SEC};
 use crate::trace::Record;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -216,7 +216,7 @@ fn r3(x: f64) -> f64 {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Default, PartialEq)]
+#[derive(Clone, Debug, Serialize, Default, PartialEq, Deserialize)]
 pub struct Pct {
     pub p10: f64,
     pub p50: f64,
@@ -234,7 +234,7 @@ impl Pct {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Default, PartialEq)]
+#[derive(Clone, Debug, Serialize, Default, PartialEq, Deserialize)]
 pub struct Spread {
     pub min: f64,
     pub p50: f64,
@@ -257,13 +257,13 @@ impl Spread {
     }
 }
 
-#[derive(Serialize, Debug)]
+#[derive(Serialize, Debug, Deserialize)]
 pub struct Window {
     pub start_s: f64,
     pub end_s: f64,
 }
 
-#[derive(Serialize, Debug)]
+#[derive(Serialize, Debug, Deserialize)]
 pub struct JobSummary {
     pub name: String,
     pub tasks: usize,
@@ -282,7 +282,7 @@ pub struct JobSummary {
     pub files_per_s: f64,
 }
 
-#[derive(Serialize, Debug)]
+#[derive(Serialize, Debug, Deserialize)]
 pub struct DevSummary {
     pub name: String,
     pub write_mib_s: f64,
@@ -301,14 +301,14 @@ pub struct DevSummary {
     pub journal_write_mib_s: Option<f64>,
 }
 
-#[derive(Serialize, Debug)]
+#[derive(Serialize, Debug, Deserialize)]
 pub struct EventSummary {
     pub count: usize,
     pub per_s: f64,
     pub fields: BTreeMap<String, Pct>,
 }
 
-#[derive(Serialize, Debug)]
+#[derive(Serialize, Debug, Deserialize)]
 pub struct Summary {
     pub scenario: String,
     pub seed: u64,

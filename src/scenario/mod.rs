@@ -61,6 +61,31 @@ pub struct CpuCost {
     pub sched_slice: Ns,
 }
 
+impl CpuCost {
+    /// The same costs on a CPU `k` times slower (`k` > 1) or faster: every
+    /// cost of work done on a CPU scaled by `k`, rounded to the ns. The
+    /// scheduler's slice and the timer wakeup latency are not work and
+    /// stay as they are. Used by `wbsim fidelity` to run the model at the
+    /// speed the kernel runs measured (dd's system time).
+    pub fn scaled(&self, k: f64) -> CpuCost {
+        let s = |v: Ns| (v as f64 * k).round() as Ns;
+        CpuCost {
+            syscall: s(self.syscall),
+            copy_per_kib: s(self.copy_per_kib),
+            page_cache_insert: s(self.page_cache_insert),
+            writeback_per_page: s(self.writeback_per_page),
+            bio_submit: s(self.bio_submit),
+            file_create: s(self.file_create),
+            writepages_inode: s(self.writepages_inode),
+            rq_dispatch: s(self.rq_dispatch),
+            bdp_call: s(self.bdp_call),
+            wakeup: s(self.wakeup),
+            wakeup_jitter: self.wakeup_jitter,
+            sched_slice: self.sched_slice,
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Machine {
     pub memory: u64,
