@@ -269,3 +269,60 @@ fn plot_writes_png_and_svg() {
     let o = wbsim(&["plot", e.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `fidelity --kernel-runs DIR` scores against kept runs without touching
+/// the kernel. Two seeds' runs stand in for kernel runs: their writers'
+/// CPU time is the model's own, so the CPU calibration factor is ~1.
+#[test]
+fn fidelity_rescores_kept_kernel_runs() {
+    let d = tmpdir("fidelity-kept");
+    let sc = d.join("sc.toml");
+    let o = wbsim(&["default-scenario"]);
+    std::fs::write(&sc, &o.stdout).unwrap();
+    let name = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("name = ")
+                .map(|n| n.trim_matches('"').to_string())
+        })
+        .expect("the default scenario has a name");
+    let set = ["--set", "run.duration=20s", "--set", "run.warmup=10s"];
+    for (k, seed) in [(1, "2"), (2, "3")] {
+        let mut a = vec![sc.to_str().unwrap(), "--seed", seed];
+        a.extend_from_slice(&set);
+        run_to(&d.join(&name).join(format!("kernel-{k}")), &a);
+    }
+    let mut a = vec!["fidelity", "--kernel-runs", d.to_str().unwrap()];
+    a.extend_from_slice(&set);
+    a.push(sc.to_str().unwrap());
+    let o = wbsim(&a);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(out.contains("kernel over 2 run(s) vs wbsim"), "{out}");
+    let k: f64 = out
+        .split("machine.cost scaled x")
+        .nth(1)
+        .and_then(|r| r.split_whitespace().next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no calibration note: {out}"));
+    assert!((0.9..1.1).contains(&k), "factor {k}");
+    // --no-cpu-calibration keeps the costs
+    a.insert(1, "--no-cpu-calibration");
+    let o = wbsim(&a);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("machine.cost scaled"));
+    // a directory without the scenario's runs: exit 2, naming the path
+    let e = tmpdir("fidelity-none");
+    let o = wbsim(&[
+        "fidelity",
+        "--kernel-runs",
+        e.to_str().unwrap(),
+        sc.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains(e.to_str().unwrap()), "{err}");
+}

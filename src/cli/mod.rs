@@ -92,6 +92,10 @@ enum Cmd {
         /// it to the CPU speed the kernel runs measured
         #[arg(long)]
         no_cpu_calibration: bool,
+        /// wbsim runs per scenario, seeds run.seed, run.seed+1, ...
+        /// (default: as many as kernel runs)
+        #[arg(long, value_name = "N")]
+        sim_runs: Option<u32>,
     },
     /// Validate a scenario without running it
     Check {
@@ -199,6 +203,7 @@ pub fn main() -> i32 {
             out,
             kernel_runs,
             no_cpu_calibration,
+            sim_runs,
         } => fidelity_cmd(
             &scenarios,
             &FidelityOpts {
@@ -207,6 +212,7 @@ pub fn main() -> i32 {
                 out,
                 kernel_runs,
                 calibrate_cpu: !no_cpu_calibration,
+                sim_runs,
             },
         ),
         Cmd::Compare { a, b } => match compare::run(&a, &b) {
@@ -418,6 +424,7 @@ struct FidelityOpts {
     out: Option<PathBuf>,
     kernel_runs: Option<PathBuf>,
     calibrate_cpu: bool,
+    sim_runs: Option<u32>,
 }
 
 /// The kernel runs kept under `dir/SCENARIO/kernel-N/summary.json`.
@@ -535,14 +542,24 @@ fn fidelity_cmd(files: &[String], o: &FidelityOpts) -> i32 {
                 ));
             }
         }
-        let sim = simulate(&sim_sc, true, |_, _| {});
-        if let Some(o) = out {
-            let _ = write_outputs(&o.join(&sc.name).join("wbsim"), &sim);
+        let n = o.sim_runs.unwrap_or(kernel.len() as u32).max(1);
+        let mut sims = Vec::new();
+        for i in 0..n {
+            let mut s = sim_sc.clone();
+            s.run.seed = sc.run.seed.wrapping_add(i as u64);
+            let sim = simulate(&s, true, |_, _| {});
+            if let Some(o) = out {
+                let _ = write_outputs(&o.join(&sc.name).join(format!("wbsim-{}", i + 1)), &sim);
+            }
+            sims.push(sim.summary);
         }
-        let rows = crate::fidelity::score(&kernel, &sim.summary, &sc.fidelity.tolerance);
+        let rows = crate::fidelity::score(&kernel, &sims, &sc.fidelity.tolerance);
         all_pass &= rows.iter().all(|r| r.pass);
         let contaminated: u64 = kernel.iter().map(|s| s.other_bdi_lines).sum();
-        println!("{}", crate::fidelity::table(&sc.name, &rows, kernel.len()));
+        println!(
+            "{}",
+            crate::fidelity::table(&sc.name, &rows, kernel.len(), sims.len())
+        );
         if let Some(n) = &cpu_note {
             println!("note: {n}");
         }
