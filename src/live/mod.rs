@@ -690,7 +690,7 @@ pub fn run(
     }
     write(inst.join("trace"), "")?;
     write(inst.join("tracing_on"), "1")?;
-    write(inst.join("trace_marker"), "WBSIM_START")?;
+    write(inst.join("trace_marker"), trace::START_MARKER)?;
     let t0 = Instant::now();
 
     // the writers
@@ -831,16 +831,8 @@ pub fn run(
     let trace_text = read(inst.join("trace"))?;
     // times relative to the start marker, as in the simulator
     let mut recs = trace::parse(&trace_text);
-    let start_ts = recs
-        .iter()
-        .find(|r| r.event == "tracing_mark_write" && r.body.contains("WBSIM_START"))
-        .map(|r| r.ts);
-    let Some(start_ts) = start_ts else {
+    if !trace::rebase_on_start_marker(&mut recs) {
         return Err(failed("the trace lost its start marker (buffer overrun?)"));
-    };
-    recs.retain(|r| r.event != "tracing_mark_write");
-    for r in &mut recs {
-        r.ts = r.ts.saturating_sub(start_ts);
     }
     let obs = Observations {
         scenario: sc.name.clone(),

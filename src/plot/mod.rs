@@ -183,7 +183,9 @@ pub fn plot_dir(dir: &Path, bdi: Option<&str>) -> Result<Vec<PathBuf>, String> {
     let tp = dir.join("trace.txt");
     let text =
         std::fs::read_to_string(&tp).map_err(|e| format!("cannot read {}: {e}", tp.display()))?;
-    let recs = parse(&text);
+    let mut recs = parse(&text);
+    // a live run's trace: times from its start marker, as in wbsim's
+    crate::trace::rebase_on_start_marker(&mut recs);
     let bdp_all: Vec<&Record> = recs
         .iter()
         .filter(|r| r.event == "balance_dirty_pages")

@@ -155,6 +155,27 @@ pub fn event_subsystem(event: &str) -> &'static str {
     }
 }
 
+/// The marker `wbsim live` writes to trace_marker when its writers start.
+pub const START_MARKER: &str = "WBSIM_START";
+
+/// Put a live run's records on the simulator's clock: times from the
+/// [`START_MARKER`] line, marker lines dropped. Returns false (and leaves
+/// `recs` alone) if there is no start marker, as in wbsim's own traces.
+pub fn rebase_on_start_marker(recs: &mut Vec<Record>) -> bool {
+    let Some(start) = recs
+        .iter()
+        .find(|r| r.event == "tracing_mark_write" && r.body.contains(START_MARKER))
+        .map(|r| r.ts)
+    else {
+        return false;
+    };
+    recs.retain(|r| r.event != "tracing_mark_write");
+    for r in recs.iter_mut() {
+        r.ts = r.ts.saturating_sub(start);
+    }
+    true
+}
+
 /// One parsed trace line.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Record {
@@ -287,6 +308,23 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn live_traces_are_rebased_on_their_start_marker() {
+        let text = "\
+           wbsim-12205   [000] ...1. 12769.280951: tracing_mark_write: WBSIM_START
+              dd-12591   [001] ..... 12769.285375: global_dirty_state: dirty=5 writeback=0 bg_thresh=25600 thresh=51200 limit=51200 dirtied=1 written=0
+";
+        let mut recs = parse(text);
+        assert!(rebase_on_start_marker(&mut recs));
+        assert_eq!(recs.len(), 1);
+        assert_eq!(recs[0].ts, 4_424_000);
+        // wbsim's own traces have no marker and keep their times
+        let mut recs = parse(text.lines().nth(1).unwrap());
+        let ts = recs[0].ts;
+        assert!(!rebase_on_start_marker(&mut recs));
+        assert_eq!(recs[0].ts, ts);
+    }
 
     #[test]
     fn prefix_matches_kernel_layout() {
