@@ -225,17 +225,12 @@ pub fn settle_secs(pages: u64) -> u64 {
 /// line of `trace`: wb_setpoint / setpoint (the trace computes wb_setpoint
 /// as setpoint scaled by the share). None without such a line.
 pub fn start_share(trace: &str) -> Option<f64> {
-    let l = trace
+    let r = trace
         .lines()
-        .find(|l| l.contains(" balance_dirty_pages: "))?;
-    let field = |k: &str| -> Option<f64> {
-        l.split_whitespace()
-            .find_map(|w| w.strip_prefix(k)?.strip_prefix('='))?
-            .parse()
-            .ok()
-    };
-    let (wsp, sp) = (field("wb_setpoint")?, field("setpoint")?);
-    (sp > 0.0).then(|| wsp / sp)
+        .filter_map(crate::trace::parse_line)
+        .find(|r| r.event == "balance_dirty_pages")?;
+    let (wsp, sp) = (r.get("wb_setpoint")?, r.get("setpoint")?);
+    (sp > 0).then(|| wsp as f64 / sp as f64)
 }
 
 pub fn table(title: &str, rows: &[Row], k: usize, n: usize) -> String {

@@ -514,11 +514,10 @@ fn fidelity_cmd(files: &[String], o: &FidelityOpts) -> i32 {
                         let _ =
                             write_outputs(&o.join(&sc.name).join(format!("kernel-{}", k + 1)), &r);
                     }
-                    last_pages = Some(
-                        (r.summary.devices.iter().map(|d| d.write_mib_s).sum::<f64>()
-                            * r.summary.duration_s
-                            * 256.0) as u64,
-                    );
+                    let bytes = r.summary.devices.iter().map(|d| d.write_mib_s).sum::<f64>()
+                        * r.summary.duration_s
+                        * 1048576.0;
+                    last_pages = Some((bytes / sc.machine.page_size as f64) as u64);
                     if let Some(s) = crate::fidelity::start_share(&r.trace_text) {
                         shares.push(s);
                     }

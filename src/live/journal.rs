@@ -29,10 +29,7 @@ const MAGIC: &str = "wbsim-live-restore 1";
 /// ticks since boot): with the pid, it names one process, even after the
 /// pid is reused.
 pub(super) fn start_time(pid: u32) -> Option<u64> {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // the comm field may hold spaces and parentheses: fields after the last ')'
-    let rest = &s[s.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    super::proc_stat_field(pid, 22)
 }
 
 impl Restore {

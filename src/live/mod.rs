@@ -451,6 +451,15 @@ fn vmstat() -> Result<(String, VmSample), LiveError> {
 }
 
 /// /proc/PID/{status,io,stat} of a child.
+/// Field `n` (numbered from 1, as in proc(5)) of /proc/PID/stat, for the
+/// numeric fields after comm. comm (field 2) may hold spaces and
+/// parentheses, so fields are counted from its last ')'.
+pub(crate) fn proc_stat_field(pid: u32, n: usize) -> Option<u64> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &s[s.rfind(')')? + 1..];
+    rest.split_whitespace().nth(n.checked_sub(3)?)?.parse().ok()
+}
+
 fn task_snap(pid: u32, tick_ns: Ns) -> TaskSnap {
     let mut t = TaskSnap::default();
     if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/status")) {
@@ -469,14 +478,9 @@ fn task_snap(pid: u32, tick_ns: Ns) -> TaskSnap {
             }
         }
     }
-    if let Ok(s) = std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        // fields after the ")" of comm: state is field 3; utime 14, stime 15
-        if let Some(rest) = s.rsplit_once(')').map(|x| x.1) {
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            t.utime = f.get(11).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0) * tick_ns;
-            t.stime = f.get(12).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0) * tick_ns;
-        }
-    }
+    // utime is field 14, stime 15
+    t.utime = proc_stat_field(pid, 14).unwrap_or(0) * tick_ns;
+    t.stime = proc_stat_field(pid, 15).unwrap_or(0) * tick_ns;
     t
 }
 
