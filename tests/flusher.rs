@@ -252,3 +252,38 @@ dirty_throttle = "legacy"
         .iter()
         .all(|j| j.dirtier_writeback_calls_s == 0.0));
 }
+
+#[test]
+fn dirtying_slows_down_once_host_backed_memory_is_used_up() {
+    // The host rig's guest (mm/page_reporting.rs): dd bs=1M dirties about
+    // 1.5 us a page while the host still backs the free memory it gets
+    // (0.9 us page_cache_insert + 2 x 4 KiB x 80 ns of copies + syscalls),
+    // then pays a 15 us host fault on every new page. No throttling here:
+    // the limits are far above what dd dirties in the run.
+    let sc = scen(&[
+        "jobs.dd.numjobs=1",
+        "vm.dirty_bytes=4G",
+        "vm.dirty_background_bytes=3G",
+        "machine.host_backed_free=160M",
+        "run.duration=2s",
+        "run.warmup=0s",
+    ]);
+    let r = simulate(&sc, true, |_, _| {});
+    let pts: Vec<(f64, i64)> = parse(&r.trace_text)
+        .iter()
+        .filter(|x| x.event == "global_dirty_state")
+        .map(|x| (x.ts as f64 / 1e9, x.get("dirtied").unwrap()))
+        .collect();
+    let at = |pages: i64| {
+        pts.iter()
+            .find(|p| p.1 >= pages)
+            .expect("dirtied that far")
+            .0
+    };
+    let per_page_us = |a: i64, b: i64| (at(b) - at(a)) * 1e6 / (b - a) as f64;
+    // 160 MiB = 40960 pages backed
+    let warm = per_page_us(4096, 36864);
+    let cold = per_page_us(49152, 81920);
+    assert!((1.2..2.0).contains(&warm), "warm {warm:.2} us/page");
+    assert!((15.5..17.5).contains(&cold), "cold {cold:.2} us/page");
+}

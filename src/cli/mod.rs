@@ -533,9 +533,11 @@ fn fidelity_cmd(files: &[String], o: &FidelityOpts) -> i32 {
                 sim_sc.machine.cost = sc.machine.cost.scaled(k);
                 cpu_note = Some(format!(
                     "machine.cost scaled x{k:.3} to this CPU: the kernel runs' writers used {kcpu:.3} CPU-s/s (median); \
-                     page_cache_insert {} ns -> {} ns, syscall {} ns -> {} ns",
+                     page_cache_insert {} ns -> {} ns, host_fault {} ns -> {} ns, syscall {} ns -> {} ns",
                     sc.machine.cost.page_cache_insert,
                     sim_sc.machine.cost.page_cache_insert,
+                    sc.machine.cost.host_fault,
+                    sim_sc.machine.cost.host_fault,
                     sc.machine.cost.syscall,
                     sim_sc.machine.cost.syscall
                 ));

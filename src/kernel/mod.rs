@@ -146,6 +146,7 @@ pub struct Kernel {
     pub rng: Prng,
     pub vm: VmStat,
     pub dom: WbDomain,
+    pub page_reporting: crate::mm::page_reporting::PageReporting,
     pub wbs: Vec<Wb>,
     pub inodes: crate::fs::inode::InodeTable,
     pub sbs: Vec<SuperBlock>,
@@ -198,6 +199,7 @@ impl Kernel {
             rng: Prng::new(sc.run.seed),
             vm: VmStat::default(),
             dom: WbDomain::default(),
+            page_reporting: Default::default(),
             wbs: Vec::new(),
             inodes: Default::default(),
             sbs: Vec::new(),
@@ -221,6 +223,7 @@ impl Kernel {
             sc,
         };
         k.mm_init();
+        k.page_reporting_init();
         k.block_init();
         k.fs_init();
         k.workload_init();

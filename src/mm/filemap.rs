@@ -216,6 +216,7 @@ impl Kernel {
                 self.vm.nr_inactive_file -= take;
                 self.vm.nr_free_pages += take;
                 self.vm.pgsteal += take;
+                self.page_freed_host(take);
                 want -= take;
                 self.inode_maybe_evict(i);
             }

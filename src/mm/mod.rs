@@ -1,9 +1,11 @@
 //! Memory management: page-cache accounting (`filemap`), node counters
-//! (`vmstat`), the bdi_writeback structure (`backing_dev`) and dirty
-//! throttling (`page_writeback`).
+//! (`vmstat`), the bdi_writeback structure (`backing_dev`), dirty
+//! throttling (`page_writeback`) and what a hypervisor's free page reporting
+//! costs the guest's allocations (`page_reporting`).
 
 pub mod backing_dev;
 pub mod filemap;
+pub mod page_reporting;
 pub mod page_writeback;
 pub mod page_writeback_legacy;
 pub mod page_writeback_v3_2;

@@ -39,6 +39,11 @@ pub struct CpuCost {
     pub copy_per_kib: Ns,
     /// Allocating a page-cache page, inserting it and accounting it dirty.
     pub page_cache_insert: Ns,
+    /// Under a hypervisor that discards reported free pages (virtio-balloon
+    /// free page reporting): the host's fault when a newly allocated page
+    /// is first touched, once `machine.host_backed_free` is used up
+    /// (mm/page_reporting.rs). 0 on bare metal.
+    pub host_fault: Ns,
     /// Flusher: per page prepared for writeback (writepages, block mapping).
     pub writeback_per_page: Ns,
     /// Per bio built and submitted.
@@ -73,6 +78,7 @@ impl CpuCost {
             syscall: s(self.syscall),
             copy_per_kib: s(self.copy_per_kib),
             page_cache_insert: s(self.page_cache_insert),
+            host_fault: s(self.host_fault),
             writeback_per_page: s(self.writeback_per_page),
             bio_submit: s(self.bio_submit),
             file_create: s(self.file_create),
@@ -96,6 +102,9 @@ pub struct Machine {
     pub anon: u64,
     /// `totalreserve_pages` in bytes (None: estimated from `memory`).
     pub reserve: Option<u64>,
+    /// Free memory the host still backs at the start (free page reporting
+    /// has not discarded it); None: all of it, as on bare metal.
+    pub host_backed_free: Option<u64>,
     pub cost: CpuCost,
 }
 
@@ -667,6 +676,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     };
     let anon = r.size("machine.anon")?.map(|x| x.0).unwrap_or(memory / 32);
     let reserve = r.size("machine.reserve")?.map(|x| x.0);
+    let host_backed_free = r.size("machine.host_backed_free")?.map(|x| x.0);
     if anon + reserve.unwrap_or(0) + (64 << 20) > memory {
         return err(
             &Origin::Builtin,
@@ -677,6 +687,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         syscall: r.cost("machine.cost.syscall", NSEC_PER_USEC / 2)?,
         copy_per_kib: r.cost("machine.cost.copy_per_kib", 80)?,
         page_cache_insert: r.cost("machine.cost.page_cache_insert", 300)?,
+        host_fault: r.cost("machine.cost.host_fault", 0)?,
         writeback_per_page: r.cost("machine.cost.writeback_per_page", 150)?,
         bio_submit: r.cost("machine.cost.bio_submit", 2 * NSEC_PER_USEC)?,
         file_create: r.cost("machine.cost.file_create", 15 * NSEC_PER_USEC)?,
@@ -694,6 +705,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         page_size,
         anon,
         reserve,
+        host_backed_free,
         cost,
     };
 
@@ -1483,7 +1495,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
 
     if let Some((path, e)) = r.raw.first_leftover() {
         let hint = match path.split('.').next().unwrap_or("") {
-            "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,cost.*}",
+            "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,host_backed_free,cost.*}",
             "vm" => "vm.{dirty_ratio,dirty_bytes,dirty_background_ratio,dirty_background_bytes,dirty_expire_centisecs,dirty_writeback_centisecs}",
             "devices" => "devices.NAME.{type,write_bps,read_bps,bandwidth,iops,latency,queue_depth,channels,per_io,write_cache,cache,flush_bandwidth,rpm,avg_seek,track_to_track,full_stroke,media_rate_outer,media_rate_inner,per_cmd_overhead,members,chunk,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,queue.max_segments,queue.nr_requests,queue.scheduler,queue.wbt_lat_usec,bdi.min_ratio,bdi.max_ratio,bdi.strict_limit,bdi.write_bandwidth,bdi.dirty_ratelimit}",
             "filesystems" => "filesystems.NAME.{type,device,max_folio,agcount,metadata,commit,journal_size}",

@@ -153,6 +153,10 @@ impl Kernel {
                     let last = (d.pos + pages).div_ceil(d.bs_pages);
                     let syscalls = last - first;
                     d.writes += syscalls;
+                    // pages past the end of the file's cache are allocated
+                    let span = self.inodes[d.ino].nr_pages_span;
+                    let new_pages = (d.pos + pages).saturating_sub(d.pos.max(span));
+                    let host = self.page_alloc_host_cost(new_pages);
                     let c = &self.sc.machine.cost;
                     let kib = pages * self.page_size() / 1024;
                     // dd: read() from /dev/zero fills the buffer (clear_user),
@@ -160,6 +164,7 @@ impl Kernel {
                     let sys = syscalls * 2 * c.syscall
                         + kib * 2 * c.copy_per_kib
                         + pages * c.page_cache_insert
+                        + host
                         + c.bdp_call;
                     d.stage = Stage::Dirtying { pages };
                     return Action::Cpu {

@@ -124,10 +124,12 @@ impl Kernel {
                     let until = self.throttle_pages_until_check(pid, wb);
                     let left_in_run = (f.loops - f.loop_no) * f.files_per_loop - f.in_loop;
                     let files = until.div_ceil(pages).clamp(1, left_in_run.min(64));
+                    let host = self.page_alloc_host_cost(files * pages);
                     let c = &self.sc.machine.cost;
                     let kib = files * f.size.div_ceil(1024);
                     let sys = files * (3 * c.syscall + c.file_create + pages * c.page_cache_insert)
-                        + kib * c.copy_per_kib;
+                        + kib * c.copy_per_kib
+                        + host;
                     f.stage = Stage::Creating { files };
                     return Action::Cpu {
                         user: files * c.syscall,
