@@ -332,8 +332,15 @@ impl Kernel {
             (r.sector, r.nr_sectors)
         };
         let done = match &mut self.devs[dev].backend {
-            // the loop device over tmpfs completes at once
-            crate::block::Backend::Throttled(_) => return self.request_done(rq, 0),
+            // the loop device: its worker writes the request into the image,
+            // or (no backing modelled) it completes at once
+            crate::block::Backend::Throttled(_) => {
+                return if self.devs[dev].lo.is_some() {
+                    self.loop_queue_rq(dev, rq)
+                } else {
+                    self.request_done(rq, 0)
+                };
+            }
             crate::block::Backend::Disk(_) => self.disk_queue_rq(dev, rq),
             crate::block::Backend::Ssd(st) => st.submit(now, sector, sectors * 512),
             // the drive serves requests one at a time in the order they are

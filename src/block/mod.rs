@@ -109,6 +109,8 @@ pub struct BlockDev {
     pub backend: Backend,
     /// wbt's state (`queue/wbt_lat_usec`; off for md devices).
     pub wbt: blk_wbt::RqWb,
+    /// A loop device's worker, when its image's backing is modelled.
+    pub lo: Option<crate::drivers::loopdev::LoopDev>,
 }
 
 impl BlockDev {
@@ -143,6 +145,19 @@ impl Kernel {
             };
             let wbt =
                 blk_wbt::RqWb::new(d.queue.wbt_lat_usec * 1000, wc, wbt_depth, self.jiffies());
+            let dev_id = self.devs.len();
+            // the loop worker of an image on tmpfs (an unbound kworker)
+            let lo = match &d.kind {
+                DeviceKind::Throttled {
+                    backing: crate::scenario::LoopBacking::Tmpfs,
+                    ..
+                } => {
+                    let comm = format!("kworker/u{}:0-loop{}", 2 * self.cpus.len(), d.minor);
+                    let w = self.new_task(comm, crate::kernel::Body::Loop(dev_id), None);
+                    Some(crate::drivers::loopdev::LoopDev::new(w))
+                }
+                _ => None,
+            };
             let backend = match d.kind {
                 DeviceKind::Throttled { write_bps, .. } => {
                     let comm = format!("kworker/{}:1H", self.devs.len());
@@ -191,6 +206,7 @@ impl Kernel {
                 stat: DiskStats::default(),
                 backend,
                 wbt,
+                lo,
             });
         }
     }

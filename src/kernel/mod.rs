@@ -74,6 +74,8 @@ pub enum Body {
     /// A kernel worker whose work is done in event handlers (it only holds
     /// a plug and may be woken).
     Kworker,
+    /// A loop device's worker (drivers/loopdev.rs).
+    Loop(DevId),
     Dd(Box<DdWriter>),
     FsMark(Box<crate::workload::fs_mark::FsMarkThread>),
     Flusher(Box<FlusherState>),
@@ -235,7 +237,7 @@ impl Kernel {
     pub fn new_task(&mut self, comm: String, body: Body, job: Option<usize>) -> Pid {
         let idx = self.tasks.len();
         let pid = match body {
-            Body::Flusher(_) | Body::Kworker => 200 + idx as u32,
+            Body::Flusher(_) | Body::Kworker | Body::Loop(_) => 200 + idx as u32,
             Body::Dd(_) | Body::FsMark(_) => 1000 + idx as u32,
         };
         let cpu = idx % self.cpus.len();

@@ -271,6 +271,7 @@ impl Kernel {
                 (super::Body::Dd(d), a)
             }
             super::Body::Kworker => (super::Body::Kworker, Action::Block),
+            super::Body::Loop(dev) => (super::Body::Loop(dev), self.loop_step(pid, dev)),
             super::Body::FsMark(mut f) => {
                 let a = self.fs_mark_step(pid, &mut f);
                 (super::Body::FsMark(f), a)

@@ -131,11 +131,29 @@ impl Default for Vm {
     }
 }
 
+/// What a throttled (loop) device's image lives on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopBacking {
+    /// Requests complete as soon as the throttle lets them through, with no
+    /// CPU spent.
+    None,
+    /// A file on tmpfs: the loop worker copies each request into the
+    /// image's pages, allocating the pages written for the first time.
+    Tmpfs,
+}
+
 #[derive(Clone, Debug)]
 pub enum DeviceKind {
     /// A blk-throttle write cap (`blkio.throttle.write_bps_device`) over a
     /// store that completes instantly: the host rig's loop device on tmpfs.
-    Throttled { write_bps: u64, read_bps: u64 },
+    Throttled {
+        write_bps: u64,
+        read_bps: u64,
+        /// The image's file system: with `tmpfs` the loop worker copies
+        /// each request into the image's tmpfs pages on a CPU
+        /// (block/loop.rs); with `none` requests complete at once.
+        backing: LoopBacking,
+    },
     /// An SSD (drivers/ssd.rs): parallel channels, per-IO cost, bandwidth
     /// and a volatile write cache.
     Ssd(crate::drivers::ssd::SsdModel),
@@ -785,9 +803,14 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 }
             };
             let read_bps = r.rate(&p("read_bps"))?.map(|x| x.0).unwrap_or(0);
+            let backing = match r.choice(&p("backing"), &["none", "tmpfs"])? {
+                Some((b, _)) if b == "tmpfs" => LoopBacking::Tmpfs,
+                _ => LoopBacking::None,
+            };
             DeviceKind::Throttled {
                 write_bps,
                 read_bps,
+                backing,
             }
         } else if ty == "ssd" {
             let d = crate::drivers::ssd::SsdModel::default();
@@ -1497,7 +1520,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         let hint = match path.split('.').next().unwrap_or("") {
             "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,host_backed_free,cost.*}",
             "vm" => "vm.{dirty_ratio,dirty_bytes,dirty_background_ratio,dirty_background_bytes,dirty_expire_centisecs,dirty_writeback_centisecs}",
-            "devices" => "devices.NAME.{type,write_bps,read_bps,bandwidth,iops,latency,queue_depth,channels,per_io,write_cache,cache,flush_bandwidth,rpm,avg_seek,track_to_track,full_stroke,media_rate_outer,media_rate_inner,per_cmd_overhead,members,chunk,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,queue.max_segments,queue.nr_requests,queue.scheduler,queue.wbt_lat_usec,bdi.min_ratio,bdi.max_ratio,bdi.strict_limit,bdi.write_bandwidth,bdi.dirty_ratelimit}",
+            "devices" => "devices.NAME.{type,write_bps,read_bps,backing,bandwidth,iops,latency,queue_depth,channels,per_io,write_cache,cache,flush_bandwidth,rpm,avg_seek,track_to_track,full_stroke,media_rate_outer,media_rate_inner,per_cmd_overhead,members,chunk,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,queue.max_segments,queue.nr_requests,queue.scheduler,queue.wbt_lat_usec,bdi.min_ratio,bdi.max_ratio,bdi.strict_limit,bdi.write_bandwidth,bdi.dirty_ratelimit}",
             "filesystems" => "filesystems.NAME.{type,device,max_folio,agcount,metadata,commit,journal_size}",
             "jobs" => "jobs.NAME.{type,filesystem,numjobs,bs,size,start,runtime} (dd) or {type,filesystem,args,start} (fs_mark)",
             "run" => "run.{duration,seed,warmup,dirty_throttle,flusher_plug,plug_merge,sample_interval}",
