@@ -29,6 +29,19 @@ pub fn int_sqrt(x: u64) -> u64 {
     r
 }
 
+/// `a * b / c` with the product taken in 128 bits, where wbsim widens a
+/// kernel expression so that it cannot overflow. The quotient is truncated
+/// to 64 bits. Same value as the plain 128-bit expression; the 64-bit
+/// division is used whenever the product fits (a 128-bit division is a
+/// library call).
+#[inline]
+pub fn mul_div(a: u64, b: u64, c: u64) -> u64 {
+    match a.checked_mul(b) {
+        Some(p) => p / c,
+        None => (a as u128 * b as u128 / c as u128) as u64,
+    }
+}
+
 /// `DIV_ROUND_UP(a, b)`.
 pub fn div_round_up(a: u64, b: u64) -> u64 {
     a.div_ceil(b)
@@ -48,5 +61,8 @@ mod tests {
         assert_eq!(roundup_pow_of_two(1 + 250 / 8), 32);
         assert_eq!(roundup_pow_of_two(1024), 1024);
         assert_eq!(div_round_up(9, 8), 2);
+        assert_eq!(mul_div(1 << 40, 1 << 40, 1 << 30), 1 << 50);
+        assert_eq!(mul_div(u64::MAX, 3, 4), (u64::MAX as u128 * 3 / 4) as u64);
+        assert_eq!(mul_div(1023, 104_851, 102_397), 1047);
     }
 }

@@ -24,6 +24,9 @@ pub struct Wb {
     pub dirtied: u64,
     pub written: u64,
     pub completions: FpropLocal,
+    /// wbsim's cache of the last `__wb_calc_thresh`: (thresh, numerator,
+    /// denominator of the wb's completion share, wb_thresh).
+    pub thresh_cache: Option<(u64, u64, u64, u64)>,
     // bandwidth estimation
     pub bw_time_stamp: u64,
     pub dirtied_stamp: u64,
@@ -72,6 +75,7 @@ impl Wb {
             dirtied: 0,
             written: 0,
             completions: FpropLocal::default(),
+            thresh_cache: None,
             bw_time_stamp: now_j,
             dirtied_stamp: 0,
             written_stamp: 0,

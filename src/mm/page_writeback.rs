@@ -8,7 +8,7 @@
 
 use crate::kernel::{Ev, Kernel, Pid, WbId};
 use crate::klib::flex_proportions::FpropGlobal;
-use crate::klib::{div_round_up, ilog2, roundup_pow_of_two};
+use crate::klib::{div_round_up, ilog2, mul_div, roundup_pow_of_two};
 use crate::sim::Ns;
 
 /// `RATELIMIT_CALC_SHIFT`: pos_ratio is a fixed-point number with 1.0 = 1024.
@@ -37,6 +37,11 @@ pub struct WbDomain {
     pub reclaim_cursor: crate::kernel::InodeId,
     /// `vm_dirties` (pre-3.2 policy): page dirtyings, event-counted.
     pub vm_dirties: crate::klib::proportions::PropGlobal,
+    /// wbsim's cache of the last (thresh, bg_thresh) of the domain and the
+    /// dirtyable memory they were computed from: the sysctls do not change
+    /// during a run and dirtyable memory seldom does, while the limits are
+    /// read on every throttle check.
+    pub limits_cache: Option<(u64, (u64, u64))>,
 }
 
 impl Default for WbDomain {
@@ -52,6 +57,7 @@ impl Default for WbDomain {
             totalreserve_pages: 0,
             reclaim_cursor: 0,
             vm_dirties: crate::klib::proportions::PropGlobal::new(16),
+            limits_cache: None,
         }
     }
 }
@@ -164,8 +170,11 @@ pub fn wb_line(
     let span = (((dtc.thresh - wb_thresh + 8 * write_bw) as u128 * x as u128) >> 16) as u64;
     let x_intercept = wb_setpoint + span;
     if dtc.wb_dirty < x_intercept - span / 4 {
-        pos_ratio = (pos_ratio as u128 * (x_intercept - dtc.wb_dirty) as u128
-            / nonzero(x_intercept - wb_setpoint) as u128) as u64;
+        pos_ratio = mul_div(
+            pos_ratio,
+            x_intercept - dtc.wb_dirty,
+            nonzero(x_intercept - wb_setpoint),
+        );
     } else {
         pos_ratio /= 4;
     }
@@ -284,8 +293,7 @@ pub fn update_dirty_ratelimit(
     let dirty_rate = (dirtied - dirtied_stamp) * hz / elapsed;
     let task_ratelimit =
         ((dirty_ratelimit as u128 * dtc.pos_ratio as u128) >> RATELIMIT_CALC_SHIFT) as u64 + 1;
-    let mut balanced =
-        (task_ratelimit as u128 * write_bw as u128 / (dirty_rate | 1) as u128) as u64;
+    let mut balanced = mul_div(task_ratelimit, write_bw, dirty_rate | 1);
     if balanced > write_bw {
         balanced = write_bw;
     }
@@ -458,21 +466,28 @@ impl Kernel {
 
     /// `domain_dirty_limits` for the global domain, with its tracepoint.
     pub fn global_dirty_limits_traced(&mut self, pid: Pid) -> (u64, u64, u64) {
-        let (avail, (thresh, bg)) =
-            if self.sc.run.dirty_throttle != crate::scenario::ThrottlePolicy::IoLess {
-                let a = self.legacy_dirtyable_memory();
-                (
-                    a,
+        let legacy = self.sc.run.dirty_throttle != crate::scenario::ThrottlePolicy::IoLess;
+        let avail = if legacy {
+            self.legacy_dirtyable_memory()
+        } else {
+            self.global_dirtyable_memory()
+        };
+        let (thresh, bg) = match self.dom.limits_cache {
+            Some((a, limits)) if a == avail => limits,
+            _ => {
+                let limits = if legacy {
                     crate::mm::page_writeback_legacy::legacy_dirty_limits(
                         &self.sc.vm,
                         self.page_size(),
-                        a,
-                    ),
-                )
-            } else {
-                let a = self.global_dirtyable_memory();
-                (a, domain_dirty_limits(&self.sc.vm, self.page_size(), a))
-            };
+                        avail,
+                    )
+                } else {
+                    domain_dirty_limits(&self.sc.vm, self.page_size(), avail)
+                };
+                self.dom.limits_cache = Some((avail, limits));
+                limits
+            }
+        };
         if self.tracer.on.global_dirty_state {
             let (d, w, l, dd, wr) = (
                 self.vm.nr_dirty,
@@ -489,12 +504,20 @@ impl Kernel {
     /// `__wb_calc_thresh`: the wb's share of `thresh` by recent completions.
     pub fn wb_calc_thresh(&mut self, wb: WbId, thresh: u64) -> u64 {
         let (num, den) = self.wbs[wb].completions.fraction(&self.dom.completions);
+        // the bdis' min/max ratios are fixed once the wbs are set up
+        if let Some((t, n, d, r)) = self.wbs[wb].thresh_cache {
+            if (t, n, d) == (thresh, num, den) {
+                return r;
+            }
+        }
         let bdi_min_ratio: u64 = self.wbs.iter().map(|w| w.min_ratio).sum();
-        let w = &self.wbs[wb];
+        let w = &mut self.wbs[wb];
         let mut t = thresh * (100 - bdi_min_ratio) / 100;
-        t = (t as u128 * num as u128 / den as u128) as u64;
+        t = mul_div(t, num, den);
         t += thresh * w.min_ratio / 100;
-        t.min(thresh * w.max_ratio / 100)
+        let r = t.min(thresh * w.max_ratio / 100);
+        w.thresh_cache = Some((thresh, num, den, r));
+        r
     }
 
     /// `wb_dirty_limits`.
@@ -894,6 +917,7 @@ impl Kernel {
     /// The `balance_dirty_pages` trace line. `think` is false for 3.2,
     /// whose line has no think time (printed as 0).
     #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
     pub(crate) fn trace_bdp(
         &mut self,
         pid: Pid,
@@ -907,9 +931,37 @@ impl Kernel {
         start_time: u64,
         think: bool,
     ) {
-        if !self.tracer.on.balance_dirty_pages {
-            return;
+        if self.tracer.on.balance_dirty_pages {
+            self.trace_bdp_line(
+                pid,
+                wb,
+                g,
+                dirty_ratelimit,
+                task_ratelimit,
+                dirtied,
+                period,
+                pause,
+                start_time,
+                think,
+            );
         }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn trace_bdp_line(
+        &mut self,
+        pid: Pid,
+        wb: WbId,
+        g: &Dtc,
+        dirty_ratelimit: u64,
+        task_ratelimit: u64,
+        dirtied: u64,
+        period: i64,
+        pause: i64,
+        start_time: u64,
+        think: bool,
+    ) {
         let jiffies = self.jiffies() as i64;
         let ms = |j: i64| self.jif.to_msecs(j);
         let kb = |x: u64| x << (ilog2(self.sc.machine.page_size) - 10);
