@@ -23,6 +23,8 @@ pub const NSEC_PER_SEC: Ns = 1_000_000_000;
 pub struct Jiffies {
     pub hz: u64,
     pub base: u64,
+    /// Nanoseconds per tick when HZ divides a second (0 otherwise).
+    tick_ns: u64,
     /// The last jiffy looked up, `(start, end, jiffies)`: the clock is read
     /// many times per tick, and a division per read is slow.
     last: std::cell::Cell<(Ns, Ns, u64)>,
@@ -41,6 +43,11 @@ impl Jiffies {
         Jiffies {
             hz,
             base,
+            tick_ns: if NSEC_PER_SEC.is_multiple_of(hz) {
+                NSEC_PER_SEC / hz
+            } else {
+                0
+            },
             last: Default::default(),
         }
     }
@@ -60,17 +67,17 @@ impl Jiffies {
         j
     }
     fn compute(&self, t: Ns) -> u64 {
-        if NSEC_PER_SEC.is_multiple_of(self.hz) {
-            self.base + t / (NSEC_PER_SEC / self.hz)
-        } else {
-            self.base + ((t as u128 * self.hz as u128) / NSEC_PER_SEC as u128) as u64
+        match t.checked_div(self.tick_ns) {
+            Some(ticks) => self.base + ticks,
+            None => self.base + ((t as u128 * self.hz as u128) / NSEC_PER_SEC as u128) as u64,
         }
     }
     /// The time of the tick that starts jiffy `j` (0 for jiffies before boot).
+    #[inline]
     pub fn start_of(&self, j: u64) -> Ns {
         let k = j.saturating_sub(self.base);
-        if NSEC_PER_SEC.is_multiple_of(self.hz) {
-            k * (NSEC_PER_SEC / self.hz)
+        if self.tick_ns != 0 {
+            k * self.tick_ns
         } else {
             (k as u128 * NSEC_PER_SEC as u128).div_ceil(self.hz as u128) as Ns
         }
