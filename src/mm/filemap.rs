@@ -41,6 +41,7 @@ impl RangeSet {
         n
     }
     /// Insert `[s, e)`; returns how many pages were newly added.
+    #[inline]
     pub fn insert(&mut self, s: u64, e: u64) -> u64 {
         if s >= e {
             return 0;
@@ -52,6 +53,10 @@ impl RangeSet {
                 return e - s;
             }
         }
+        self.insert_merging(s, e)
+    }
+    /// `insert` of a range that does not continue the last one.
+    fn insert_merging(&mut self, s: u64, e: u64) -> u64 {
         let before = self.overlap(s, e);
         if before == e - s {
             return 0; // already in the set
@@ -115,14 +120,13 @@ impl Kernel {
             self.vm.nr_inactive_file += grow;
             self.vm.nr_free_pages = self.vm.nr_free_pages.saturating_sub(grow);
         }
-        let added = self.inodes[ino].dirty.insert(index, end);
+        let added = inode.dirty.insert(index, end);
         if added == 0 {
             return 0;
         }
         // a page dirtied below the end of the file may have been reclaimed
         // (the block device's metadata buffers are dirtied anywhere): it is
         // read back into the cache first
-        let inode = &mut self.inodes[ino];
         let missing = (inode.dirty.count() + inode.nr_writeback).saturating_sub(inode.nr_cached);
         if missing > 0 {
             inode.nr_cached += missing;
@@ -130,7 +134,7 @@ impl Kernel {
             self.vm.nr_inactive_file += missing;
             self.vm.nr_free_pages = self.vm.nr_free_pages.saturating_sub(missing);
         }
-        let wb = self.inodes[ino].wb;
+        let wb = inode.wb;
         self.vm.nr_dirty += added;
         self.vm.nr_dirtied += added;
         let w = &mut self.wbs[wb];
