@@ -152,6 +152,18 @@ impl Kernel {
         added
     }
 
+    /// Whether dirtying `n` pages in one `filemap_dirty_range` call does
+    /// the same as dirtying them in two calls for adjacent ranges (a writer's
+    /// batch): the counters add up either way, the inode is marked dirty by
+    /// the first call that dirties a page, and the clean-page reclaim after
+    /// each call does not run (free memory stays well above its trigger,
+    /// even if every page were also read back). Not under the legacy
+    /// throttle, whose per-task proportion can age between the calls.
+    pub fn filemap_dirty_in_one_call(&self, n: u64) -> bool {
+        self.sc.run.dirty_throttle != crate::scenario::ThrottlePolicy::Legacy
+            && self.vm.nr_free_pages > 2 * self.dom.totalreserve_pages + 2 * n
+    }
+
     /// `folio_clear_dirty_for_io` + `__folio_start_writeback` for a run of
     /// pages: dirty → writeback.
     pub fn start_writeback_range(&mut self, ino: InodeId, npages: u64) {

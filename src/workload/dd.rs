@@ -100,16 +100,19 @@ impl Kernel {
                     // Units whose check cannot reach balance_dirty_pages are
                     // dirtied in one step (the check does nothing for them).
                     let until = self.throttle_pages_until_check(pid, wb);
-                    let quiet = ((until - 1) / d.unit_pages * d.unit_pages)
+                    let mut quiet = ((until - 1) / d.unit_pages * d.unit_pages)
                         .min(left.saturating_sub(d.unit_pages));
-                    if quiet > 0 {
+                    // They go with the first checked unit when one call
+                    // does the same as two.
+                    if quiet > 0 && !self.filemap_dirty_in_one_call(quiet + d.unit_pages) {
                         self.filemap_dirty_range(pid, d.ino, d.pos, quiet);
                         d.pos += quiet;
                         left -= quiet;
                         self.tasks[pid].wchar += quiet * ps;
+                        quiet = 0;
                     }
                     while left > 0 {
-                        let n = d.unit_pages.min(left);
+                        let n = (std::mem::take(&mut quiet) + d.unit_pages).min(left);
                         self.filemap_dirty_range(pid, d.ino, d.pos, n);
                         d.pos += n;
                         left -= n;
