@@ -44,6 +44,7 @@ pub fn wheel_bucket_expiry(expires: u64, clk: u64) -> u64 {
 
 impl Kernel {
     /// When a timer-wheel timer armed now for jiffy `expires` fires.
+    #[inline]
     pub fn timer_fire_time(&self, expires: u64) -> Ns {
         let clk = self.jiffies();
         self.jif.start_of(wheel_bucket_expiry(expires, clk))

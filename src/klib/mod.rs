@@ -29,6 +29,14 @@ pub fn int_sqrt(x: u64) -> u64 {
     r
 }
 
+/// `x / d` for a power of two `d`, as the shift that the kernel's compiler
+/// makes of a division by a constant such as `roundup_pow_of_two(HZ)`.
+#[inline]
+pub fn div_pow_of_two(x: u64, d: u64) -> u64 {
+    debug_assert!(d.is_power_of_two());
+    x >> d.trailing_zeros()
+}
+
 /// `a * b / c` with the product taken in 128 bits, where wbsim widens a
 /// kernel expression so that it cannot overflow. The quotient is truncated
 /// to 64 bits. Same value as the plain 128-bit expression; the 64-bit
@@ -61,6 +69,8 @@ mod tests {
         assert_eq!(roundup_pow_of_two(1 + 250 / 8), 32);
         assert_eq!(roundup_pow_of_two(1024), 1024);
         assert_eq!(div_round_up(9, 8), 2);
+        assert_eq!(div_pow_of_two(25_600 * 9, 256), 25_600 * 9 / 256);
+        assert_eq!(div_pow_of_two(7, 1), 7);
         assert_eq!(mul_div(1 << 40, 1 << 40, 1 << 30), 1 << 50);
         assert_eq!(mul_div(u64::MAX, 3, 4), (u64::MAX as u128 * 3 / 4) as u64);
         assert_eq!(mul_div(1023, 104_851, 102_397), 1047);

@@ -8,7 +8,7 @@
 
 use crate::kernel::{Ev, Kernel, Pid, WbId};
 use crate::klib::flex_proportions::FpropGlobal;
-use crate::klib::{div_round_up, ilog2, mul_div, roundup_pow_of_two};
+use crate::klib::{div_pow_of_two, div_round_up, ilog2, mul_div, roundup_pow_of_two};
 use crate::sim::Ns;
 
 /// `RATELIMIT_CALC_SHIFT`: pos_ratio is a fixed-point number with 1.0 = 1024.
@@ -360,7 +360,7 @@ pub fn max_pause_jiffies(hz: u64) -> u64 {
 
 /// `wb_max_pause`: never sleep long enough to drain 1/8 of the wb's dirty pages.
 pub fn wb_max_pause(hz: u64, avg_write_bw: u64, wb_dirty: u64) -> u64 {
-    let t = wb_dirty / (1 + avg_write_bw / roundup_pow_of_two(1 + hz / 8)) + 1;
+    let t = wb_dirty / (1 + div_pow_of_two(avg_write_bw, roundup_pow_of_two(1 + hz / 8))) + 1;
     t.min(max_pause_jiffies(hz))
 }
 
@@ -382,12 +382,18 @@ pub fn wb_min_pause(
         t += (hi - lo) * (10 * hz_i) / 1024;
     }
     t = t.min(1 + max_pause / 2);
-    let rp = roundup_pow_of_two(hz) as i64;
-    let mut pages: i64 = dirty_ratelimit as i64 * t / rp;
+    // `x / roundup_pow_of_two(HZ)`: rates and t are never negative (the
+    // kernel's arithmetic is unsigned here), so a shift
+    let rp = roundup_pow_of_two(hz);
+    let per_rp = |x: i64| {
+        debug_assert!(x >= 0);
+        div_pow_of_two(x as u64, rp) as i64
+    };
+    let mut pages: i64 = per_rp(dirty_ratelimit as i64 * t);
     let thresh = DIRTY_POLL_THRESH as i64;
     if pages < thresh {
         t = max_pause;
-        pages = dirty_ratelimit as i64 * t / rp;
+        pages = per_rp(dirty_ratelimit as i64 * t);
         if pages > thresh {
             pages = thresh;
             t = hz_i * thresh / dirty_ratelimit as i64;
@@ -396,7 +402,7 @@ pub fn wb_min_pause(
     let pause = hz_i * pages / (task_ratelimit as i64 + 1);
     if pause > max_pause {
         t = max_pause;
-        pages = task_ratelimit as i64 * t / rp;
+        pages = per_rp(task_ratelimit as i64 * t);
     }
     let min_pause = if pages >= thresh { 1 + t / 2 } else { t };
     (min_pause, pages.max(0) as u64)
@@ -465,6 +471,7 @@ impl Kernel {
     }
 
     /// `domain_dirty_limits` for the global domain, with its tracepoint.
+    #[inline]
     pub fn global_dirty_limits_traced(&mut self, pid: Pid) -> (u64, u64, u64) {
         let legacy = self.sc.run.dirty_throttle != crate::scenario::ThrottlePolicy::IoLess;
         let avail = if legacy {
@@ -474,42 +481,57 @@ impl Kernel {
         };
         let (thresh, bg) = match self.dom.limits_cache {
             Some((a, limits)) if a == avail => limits,
-            _ => {
-                let limits = if legacy {
-                    crate::mm::page_writeback_legacy::legacy_dirty_limits(
-                        &self.sc.vm,
-                        self.page_size(),
-                        avail,
-                    )
-                } else {
-                    domain_dirty_limits(&self.sc.vm, self.page_size(), avail)
-                };
-                self.dom.limits_cache = Some((avail, limits));
-                limits
-            }
+            _ => self.global_dirty_limits_of(avail, legacy),
         };
         if self.tracer.on.global_dirty_state {
-            let (d, w, l, dd, wr) = (
-                self.vm.nr_dirty,
-                self.vm.nr_writeback,
-                self.dom.dirty_limit,
-                self.vm.nr_dirtied,
-                self.vm.nr_written,
-            );
-            self.trace_line(pid, "global_dirty_state", format_args!("dirty={d} writeback={w} bg_thresh={bg} thresh={thresh} limit={l} dirtied={dd} written={wr}"));
+            self.trace_global_dirty_state(pid, thresh, bg);
         }
         (avail, thresh, bg)
     }
 
+    /// The policy's (thresh, bg_thresh) for `avail` dirtyable pages, kept
+    /// in `dom.limits_cache`.
+    #[inline(never)]
+    fn global_dirty_limits_of(&mut self, avail: u64, legacy: bool) -> (u64, u64) {
+        let limits = if legacy {
+            crate::mm::page_writeback_legacy::legacy_dirty_limits(
+                &self.sc.vm,
+                self.page_size(),
+                avail,
+            )
+        } else {
+            domain_dirty_limits(&self.sc.vm, self.page_size(), avail)
+        };
+        self.dom.limits_cache = Some((avail, limits));
+        limits
+    }
+
+    #[inline(never)]
+    fn trace_global_dirty_state(&mut self, pid: Pid, thresh: u64, bg: u64) {
+        let (d, w, l, dd, wr) = (
+            self.vm.nr_dirty,
+            self.vm.nr_writeback,
+            self.dom.dirty_limit,
+            self.vm.nr_dirtied,
+            self.vm.nr_written,
+        );
+        self.trace_line(pid, "global_dirty_state", format_args!("dirty={d} writeback={w} bg_thresh={bg} thresh={thresh} limit={l} dirtied={dd} written={wr}"));
+    }
+
     /// `__wb_calc_thresh`: the wb's share of `thresh` by recent completions.
+    #[inline]
     pub fn wb_calc_thresh(&mut self, wb: WbId, thresh: u64) -> u64 {
         let (num, den) = self.wbs[wb].completions.fraction(&self.dom.completions);
         // the bdis' min/max ratios are fixed once the wbs are set up
-        if let Some((t, n, d, r)) = self.wbs[wb].thresh_cache {
-            if (t, n, d) == (thresh, num, den) {
-                return r;
-            }
+        match self.wbs[wb].thresh_cache {
+            Some((t, n, d, r)) if (t, n, d) == (thresh, num, den) => r,
+            _ => self.wb_share_of_thresh(wb, thresh, num, den),
         }
+    }
+
+    /// `__wb_calc_thresh` for a wb whose completion share is `num / den`.
+    #[inline(never)]
+    fn wb_share_of_thresh(&mut self, wb: WbId, thresh: u64, num: u64, den: u64) -> u64 {
         let bdi_min_ratio: u64 = self.wbs.iter().map(|w| w.min_ratio).sum();
         let w = &mut self.wbs[wb];
         let mut t = thresh * (100 - bdi_min_ratio) / 100;
@@ -749,6 +771,7 @@ impl Kernel {
 
     /// Pages the task may still dirty before `balance_dirty_pages_ratelimited`
     /// would call into `balance_dirty_pages` (used to batch buffered writes).
+    #[inline]
     pub fn pages_until_bdp_check(&self, pid: Pid, wb: WbId) -> u64 {
         let t = &self.tasks[pid];
         let mut ratelimit = t.nr_dirtied_pause;
