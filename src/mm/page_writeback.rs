@@ -360,8 +360,15 @@ pub fn max_pause_jiffies(hz: u64) -> u64 {
 
 /// `wb_max_pause`: never sleep long enough to drain 1/8 of the wb's dirty pages.
 pub fn wb_max_pause(hz: u64, avg_write_bw: u64, wb_dirty: u64) -> u64 {
-    let t = wb_dirty / (1 + div_pow_of_two(avg_write_bw, roundup_pow_of_two(1 + hz / 8))) + 1;
-    t.min(max_pause_jiffies(hz))
+    let bw = 1 + div_pow_of_two(avg_write_bw, roundup_pow_of_two(1 + hz / 8));
+    let max = max_pause_jiffies(hz);
+    // t = wb_dirty / bw + 1 is capped at MAX_PAUSE: tell that without the
+    // division (wb_dirty / bw + 1 >= max exactly when wb_dirty >= (max - 1) * bw)
+    if wb_dirty >= (max - 1) * bw {
+        return max;
+    }
+    let t = wb_dirty / bw + 1;
+    t.min(max)
 }
 
 /// `wb_min_pause`: returns (min_pause, nr_dirtied_pause).
@@ -399,8 +406,9 @@ pub fn wb_min_pause(
             t = hz_i * thresh / dirty_ratelimit as i64;
         }
     }
-    let pause = hz_i * pages / (task_ratelimit as i64 + 1);
-    if pause > max_pause {
+    // pause = HZ * pages / (task_ratelimit + 1) > max_pause, tested without
+    // the division (pages >= 0)
+    if hz_i * pages >= (max_pause + 1) * (task_ratelimit as i64 + 1) {
         t = max_pause;
         pages = per_rp(task_ratelimit as i64 * t);
     }
