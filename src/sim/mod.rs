@@ -109,6 +109,8 @@ pub struct EventQueue<E> {
     /// Emptied bucket vectors, kept for buckets that fill again (so a
     /// bucket's first event does not allocate).
     spare: Vec<Vec<(u128, E)>>,
+    /// A second buffer for sorting a bucket.
+    scratch: Vec<(u128, E)>,
     len: usize,
     seq: u64,
     now: Ns,
@@ -121,6 +123,11 @@ const WIDTH: Ns = 1 << BUCKET_SHIFT;
 const HORIZON: Ns = WIDTH * RING as Ns;
 /// Emptied bucket vectors kept for reuse.
 const SPARE: usize = 64;
+/// Buckets up to this size are sorted by comparisons alone.
+const SMALL_BUCKET: usize = 24;
+/// Larger ones are first spread over `STEPS` steps of `2^STEP_SHIFT` ns.
+const STEP_SHIFT: u32 = BUCKET_SHIFT - 8;
+const STEPS: usize = 1 << (BUCKET_SHIFT - STEP_SHIFT);
 
 /// Events beyond the ring's horizon, earliest (time, seq) first. Far
 /// events mostly come in time order (a delayed timer re-armed as time goes
@@ -203,7 +210,7 @@ impl<E> Ord for Far<E> {
     }
 }
 
-impl<E> Default for EventQueue<E> {
+impl<E: Copy> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
     }
@@ -213,7 +220,7 @@ fn time_of(key: u128) -> Ns {
     (key >> 64) as Ns
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
             ring: (0..RING).map(|_| Vec::new()).collect(),
@@ -222,6 +229,7 @@ impl<E> EventQueue<E> {
             cur: 0,
             far: FarQueue::default(),
             spare: Vec::new(),
+            scratch: Vec::new(),
             len: 0,
             seq: 0,
             now: 0,
@@ -307,14 +315,62 @@ impl<E> EventQueue<E> {
                 self.push_ring(bb, k, e);
             }
         }
-        // Keys are unique (time, sequence), so any sort gives the same
-        // order; pattern-defeating quicksort was a little faster than the
-        // stable run-merging sort on 1000 writers' tick-aligned wakeups.
-        v.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
+        self.sort_bucket(&mut v);
         let old = std::mem::replace(&mut self.near, v);
         if old.capacity() > 0 && self.spare.len() < SPARE {
             self.spare.push(old);
         }
+    }
+    /// Sort the current bucket's events by (time, sequence), the next
+    /// event last. Keys are unique, so any sort gives the same order. A
+    /// burst of 1000 writers' tick-aligned wakeups fills a bucket with a
+    /// hundred events at random times, which a comparison sort orders with
+    /// many mispredicted branches: those are first spread by the time
+    /// within the bucket in steps of `2^STEP_SHIFT` ns (one counting pass),
+    /// and an insertion sort then only orders events of the same step.
+    fn sort_bucket(&mut self, v: &mut Vec<(u128, E)>) {
+        if v.len() <= SMALL_BUCKET {
+            v.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
+            return;
+        }
+        let start = self.cur;
+        let step = |e: &(u128, E)| {
+            let t = time_of(e.0);
+            debug_assert!(t >= start && t - start < WIDTH);
+            ((t - start) >> STEP_SHIFT) as usize & (STEPS - 1)
+        };
+        // steps in descending order: slot counts from the end
+        let mut first = [0u32; STEPS];
+        for e in v.iter() {
+            first[step(e)] += 1;
+        }
+        if first.iter().any(|&n| n as usize > SMALL_BUCKET) {
+            // times too close for the steps to spread them
+            v.sort_unstable_by_key(|e| std::cmp::Reverse(e.0));
+            return;
+        }
+        let mut next = 0;
+        for c in first.iter_mut().rev() {
+            (*c, next) = (next, next + *c);
+        }
+        let mut out = std::mem::take(&mut self.scratch);
+        out.clear();
+        out.extend_from_slice(v);
+        // within a step, in reverse order of scheduling: events at the same
+        // time are then in place already
+        for e in v.iter().rev() {
+            let s = step(e);
+            out[first[s] as usize] = *e;
+            first[s] += 1;
+        }
+        for i in 1..out.len() {
+            let mut j = i;
+            while j > 0 && out[j - 1].0 < out[j].0 {
+                out.swap(j - 1, j);
+                j -= 1;
+            }
+        }
+        self.scratch = std::mem::replace(v, out);
     }
     pub fn pop(&mut self) -> Option<(Ns, E)> {
         if self.len == 0 {
