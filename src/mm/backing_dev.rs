@@ -27,6 +27,8 @@ pub struct Wb {
     /// wbsim's cache of the last `__wb_calc_thresh`: (thresh, numerator,
     /// denominator of the wb's completion share, wb_thresh).
     pub thresh_cache: Option<(u64, u64, u64, u64)>,
+    /// And of the last wb_bg_thresh: ((wb_thresh, bg_thresh, thresh), wb_bg_thresh).
+    pub bg_thresh_cache: Option<((u64, u64, u64), u64)>,
     // bandwidth estimation
     pub bw_time_stamp: u64,
     pub dirtied_stamp: u64,
@@ -76,6 +78,7 @@ impl Wb {
             written: 0,
             completions: FpropLocal::default(),
             thresh_cache: None,
+            bg_thresh_cache: None,
             bw_time_stamp: now_j,
             dirtied_stamp: 0,
             written_stamp: 0,

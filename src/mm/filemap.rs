@@ -147,8 +147,12 @@ impl Kernel {
         }
         let cpu = t.cpu;
         self.dom.bdp_ratelimits[cpu] += added;
-        self.mark_inode_dirty_pages(ino);
-        self.maybe_reclaim_clean();
+        if self.inodes[ino].i_state & crate::fs::I_DIRTY_PAGES == 0 {
+            self.mark_inode_dirty_pages(ino);
+        }
+        if self.vm.nr_free_pages <= self.dom.totalreserve_pages * 2 {
+            self.maybe_reclaim_clean();
+        }
         added
     }
 
@@ -210,6 +214,7 @@ impl Kernel {
     /// from the inodes in order, oldest inode first, from where the last
     /// call stopped and round again; an unused inode whose last page goes is
     /// evicted (`prune_icache_sb`).
+    #[inline(never)]
     fn maybe_reclaim_clean(&mut self) {
         let reserve = self.dom.totalreserve_pages;
         if self.vm.nr_free_pages > reserve * 2 {

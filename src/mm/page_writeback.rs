@@ -551,12 +551,21 @@ impl Kernel {
     }
 
     /// `wb_dirty_limits`.
+    #[inline]
     fn wb_dirty_limits(&mut self, wb: WbId, dtc: &mut Dtc) {
         dtc.wb_thresh = self.wb_calc_thresh(wb, dtc.thresh);
-        dtc.wb_bg_thresh = (dtc.wb_thresh * dtc.bg_thresh)
-            .checked_div(dtc.thresh)
-            .unwrap_or(0);
-        let w = &self.wbs[wb];
+        let w = &mut self.wbs[wb];
+        let key = (dtc.wb_thresh, dtc.bg_thresh, dtc.thresh);
+        dtc.wb_bg_thresh = match w.bg_thresh_cache {
+            Some((k, r)) if k == key => r,
+            _ => {
+                let r = (dtc.wb_thresh * dtc.bg_thresh)
+                    .checked_div(dtc.thresh)
+                    .unwrap_or(0);
+                w.bg_thresh_cache = Some((key, r));
+                r
+            }
+        };
         dtc.wb_dirty = w.reclaimable + w.writeback;
     }
 
@@ -1059,6 +1068,7 @@ impl Kernel {
     }
 
     /// Pages a task can dirty before the next check could throttle it.
+    #[inline]
     pub fn throttle_pages_until_check(&self, pid: Pid, wb: WbId) -> u64 {
         match self.sc.run.dirty_throttle {
             ThrottlePolicy::Legacy => self.legacy_pages_until_check(pid, wb),
