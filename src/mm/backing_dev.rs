@@ -29,6 +29,10 @@ pub struct Wb {
     pub thresh_cache: Option<(u64, u64, u64, u64)>,
     /// And of the last wb_bg_thresh: ((wb_thresh, bg_thresh, thresh), wb_bg_thresh).
     pub bg_thresh_cache: Option<((u64, u64, u64), u64)>,
+    /// And of the last `wb_min_pause`: ((avg_write_bandwidth,
+    /// dirty_ratelimit, max_pause, task_ratelimit), (min_pause, nr_dirtied_pause)).
+    #[allow(clippy::type_complexity)]
+    pub min_pause_cache: Option<((u64, u64, u64, u64), (i64, u64))>,
     // bandwidth estimation
     pub bw_time_stamp: u64,
     pub dirtied_stamp: u64,
@@ -79,6 +83,7 @@ impl Wb {
             completions: FpropLocal::default(),
             thresh_cache: None,
             bg_thresh_cache: None,
+            min_pause_cache: None,
             bw_time_stamp: now_j,
             dirtied_stamp: 0,
             written_stamp: 0,

@@ -863,14 +863,29 @@ impl Kernel {
         let task_ratelimit =
             ((dirty_ratelimit as u128 * g.pos_ratio as u128) >> RATELIMIT_CALC_SHIFT) as u64;
         let max_pause = wb_max_pause(self.hz(), w.avg_write_bandwidth, g.wb_dirty);
-        let (min_pause, nr_dirtied_pause) = wb_min_pause(
-            self.hz(),
+        // the inputs repeat from call to call (task_ratelimit moves in
+        // steps of the 10-bit pos_ratio): keep the last result
+        let key = (
             w.avg_write_bandwidth,
-            w.dirty_ratelimit,
+            dirty_ratelimit,
             max_pause,
             task_ratelimit,
-            dirty_ratelimit,
         );
+        let (min_pause, nr_dirtied_pause) = match w.min_pause_cache {
+            Some((k, r)) if k == key => r,
+            _ => {
+                let r = wb_min_pause(
+                    self.hz(),
+                    w.avg_write_bandwidth,
+                    w.dirty_ratelimit,
+                    max_pause,
+                    task_ratelimit,
+                    dirty_ratelimit,
+                );
+                self.wbs[wb].min_pause_cache = Some((key, r));
+                r
+            }
+        };
 
         let (period, mut pause): (i64, i64);
         if task_ratelimit == 0 {
