@@ -60,6 +60,14 @@ pub struct Inode {
     pub bdev: bool,
 }
 
+impl Inode {
+    /// Pages of `[index, index + n)` past the end of the file's data: a
+    /// write there allocates them in the page cache.
+    pub fn pages_past_span(&self, index: u64, n: u64) -> u64 {
+        (index + n).saturating_sub(self.nr_pages_span.max(index))
+    }
+}
+
 const _: () = assert!(std::mem::size_of::<Inode>() <= 128);
 
 pub struct SuperBlock {

@@ -27,8 +27,6 @@ pub struct Wb {
     /// wbsim's cache of the last `__wb_calc_thresh`: (thresh, numerator,
     /// denominator of the wb's completion share, wb_thresh).
     pub thresh_cache: Option<(u64, u64, u64, u64)>,
-    /// And of the last wb_bg_thresh: ((wb_thresh, bg_thresh, thresh), wb_bg_thresh).
-    pub bg_thresh_cache: Option<((u64, u64, u64), u64)>,
     /// And of the last `wb_min_pause`: ((avg_write_bandwidth,
     /// dirty_ratelimit, max_pause, task_ratelimit), (min_pause, nr_dirtied_pause)).
     #[allow(clippy::type_complexity)]
@@ -82,7 +80,6 @@ impl Wb {
             written: 0,
             completions: FpropLocal::default(),
             thresh_cache: None,
-            bg_thresh_cache: None,
             min_pause_cache: None,
             bw_time_stamp: now_j,
             dirtied_stamp: 0,

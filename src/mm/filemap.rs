@@ -111,9 +111,8 @@ impl Kernel {
     pub fn filemap_dirty_range(&mut self, pid: Pid, ino: InodeId, index: u64, n: u64) -> u64 {
         let inode = &mut self.inodes[ino];
         let end = index + n;
-        if end > inode.nr_pages_span {
-            let grow = end - inode.nr_pages_span.max(index);
-            let grow = grow.min(n);
+        let grow = inode.pages_past_span(index, n);
+        if grow > 0 {
             inode.nr_pages_span = end;
             inode.nr_cached += grow;
             self.vm.nr_file_pages += grow;

@@ -554,18 +554,10 @@ impl Kernel {
     #[inline]
     fn wb_dirty_limits(&mut self, wb: WbId, dtc: &mut Dtc) {
         dtc.wb_thresh = self.wb_calc_thresh(wb, dtc.thresh);
-        let w = &mut self.wbs[wb];
-        let key = (dtc.wb_thresh, dtc.bg_thresh, dtc.thresh);
-        dtc.wb_bg_thresh = match w.bg_thresh_cache {
-            Some((k, r)) if k == key => r,
-            _ => {
-                let r = (dtc.wb_thresh * dtc.bg_thresh)
-                    .checked_div(dtc.thresh)
-                    .unwrap_or(0);
-                w.bg_thresh_cache = Some((key, r));
-                r
-            }
-        };
+        dtc.wb_bg_thresh = (dtc.wb_thresh * dtc.bg_thresh)
+            .checked_div(dtc.thresh)
+            .unwrap_or(0);
+        let w = &self.wbs[wb];
         dtc.wb_dirty = w.reclaimable + w.writeback;
     }
 
@@ -899,18 +891,20 @@ impl Kernel {
                 pause -= now as i64 - t.dirty_paused_when as i64;
             }
             if pause < min_pause {
-                self.trace_bdp(
-                    pid,
-                    wb,
-                    &g,
-                    dirty_ratelimit,
-                    task_ratelimit,
-                    pages_dirtied,
-                    period,
-                    pause.min(0),
-                    start_time,
-                    true,
-                );
+                if self.tracer.on.balance_dirty_pages {
+                    self.trace_bdp(
+                        pid,
+                        wb,
+                        &g,
+                        dirty_ratelimit,
+                        task_ratelimit,
+                        pages_dirtied,
+                        period,
+                        pause.min(0),
+                        start_time,
+                        true,
+                    );
+                }
                 let t = &mut self.tasks[pid];
                 if pause < -hz {
                     t.dirty_paused_when = now;
@@ -928,18 +922,20 @@ impl Kernel {
                 pause = max_pause as i64;
             }
         }
-        self.trace_bdp(
-            pid,
-            wb,
-            &g,
-            dirty_ratelimit,
-            task_ratelimit,
-            pages_dirtied,
-            period,
-            pause,
-            start_time,
-            true,
-        );
+        if self.tracer.on.balance_dirty_pages {
+            self.trace_bdp(
+                pid,
+                wb,
+                &g,
+                dirty_ratelimit,
+                task_ratelimit,
+                pages_dirtied,
+                period,
+                pause,
+                start_time,
+                true,
+            );
+        }
         self.wbs[wb].dirty_sleep = now;
         let call = BdpCall {
             start_time,
@@ -970,41 +966,12 @@ impl Kernel {
     }
 
     /// The `balance_dirty_pages` trace line. `think` is false for 3.2,
-    /// whose line has no think time (printed as 0).
-    #[allow(clippy::too_many_arguments)]
-    #[inline(always)]
-    pub(crate) fn trace_bdp(
-        &mut self,
-        pid: Pid,
-        wb: WbId,
-        g: &Dtc,
-        dirty_ratelimit: u64,
-        task_ratelimit: u64,
-        dirtied: u64,
-        period: i64,
-        pause: i64,
-        start_time: u64,
-        think: bool,
-    ) {
-        if self.tracer.on.balance_dirty_pages {
-            self.trace_bdp_line(
-                pid,
-                wb,
-                g,
-                dirty_ratelimit,
-                task_ratelimit,
-                dirtied,
-                period,
-                pause,
-                start_time,
-                think,
-            );
-        }
-    }
-
+    /// whose line has no think time (printed as 0). Callers check
+    /// `tracer.on.balance_dirty_pages` first, so that the throttle's hot
+    /// path makes no call when the line is off.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
-    fn trace_bdp_line(
+    pub(crate) fn trace_bdp(
         &mut self,
         pid: Pid,
         wb: WbId,

@@ -280,6 +280,9 @@ impl Kernel {
     }
 
     fn trace_bdp_v32(&mut self, pid: Pid, wb: WbId, g: &Dtc, c: &V32Call, pause: i64) {
+        if !self.tracer.on.balance_dirty_pages {
+            return;
+        }
         // 3.2's line: period printed as the pause, no think time
         let (r, t, d, start) = (
             c.dirty_ratelimit,

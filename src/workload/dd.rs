@@ -176,8 +176,7 @@ impl Kernel {
                     let syscalls = last - first;
                     d.writes += syscalls;
                     // pages past the end of the file's cache are allocated
-                    let span = self.inodes[d.ino].nr_pages_span;
-                    let new_pages = (d.pos + pages).saturating_sub(d.pos.max(span));
+                    let new_pages = self.inodes[d.ino].pages_past_span(d.pos, pages);
                     let host = self.page_alloc_host_cost(new_pages);
                     let c = &self.sc.machine.cost;
                     let kib = pages * self.page_size() / 1024;
