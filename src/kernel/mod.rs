@@ -103,6 +103,9 @@ pub struct Task {
     /// preemption is not carried out, only flagged for cond_resched()
     /// callers such as the flusher).
     pub need_resched: bool,
+    /// EEVDF: the task went to sleep with negative lag and keeps its
+    /// vruntime until the queue's average passes it (DELAY_DEQUEUE).
+    pub delayed: bool,
     pub gen: u32,
     pub cpu: usize,
     /// CPU time still owed to the current burst, and its user share.
@@ -119,6 +122,13 @@ pub struct Task {
     pub wchar: u64,
     pub nvcsw: u64,
     pub nivcsw: u64,
+    /// EEVDF: virtual runtime (ns; every task has nice 0's weight), the
+    /// virtual deadline, the protected point (run to parity) and the lag
+    /// kept across a sleep.
+    pub vruntime: u64,
+    pub deadline: u64,
+    pub vprot: u64,
+    pub vlag: i64,
     pub utime: Ns,
     pub stime: Ns,
     /// Inside a sleeping balance_dirty_pages() call.
@@ -164,6 +174,14 @@ pub struct Kernel {
     pub tasks: Vec<Task>,
     pub cpus: Vec<Cpu>,
     pub runqueue: VecDeque<Pid>,
+    /// EEVDF: the queued (runnable, not running) tasks by vruntime.
+    pub rq_tree: std::collections::BTreeSet<(u64, Pid)>,
+    /// EEVDF: the same tasks by virtual deadline.
+    pub rq_dl: std::collections::BTreeSet<(u64, Pid)>,
+    /// EEVDF: the sum of the queued tasks' vruntimes (for `avg_vruntime`).
+    pub rq_vsum: u128,
+    /// EEVDF's slice: the base slice scaled by 1 + ilog2(min(cpus, 8)).
+    pub vslice: Ns,
     pub tracer: Tracer,
     pub rec: Recorder,
     /// Per-job fs_mark state (empty entries for other jobs).
@@ -215,6 +233,11 @@ impl Kernel {
             tasks: Vec::new(),
             cpus: (0..ncpu).map(|_| Cpu::default()).collect(),
             runqueue: VecDeque::new(),
+            rq_tree: Default::default(),
+            rq_dl: Default::default(),
+            rq_vsum: 0,
+            vslice: sc.machine.sched_base_slice
+                * (1 + crate::klib::ilog2(sc.machine.cpus.min(8) as u64)),
             tracer,
             rec: Recorder::default(),
             fsmark: Vec::new(),
@@ -252,6 +275,11 @@ impl Kernel {
             burst_user_left: 0,
             woken: false,
             need_resched: false,
+            delayed: false,
+            vruntime: 0,
+            deadline: 0,
+            vprot: 0,
+            vlag: 0,
             nvcsw: 0,
             nivcsw: 0,
             utime: 0,

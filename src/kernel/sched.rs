@@ -1,10 +1,41 @@
-//! CPUs and the run queue (kernel/sched). A deliberately small model: one
-//! FIFO run queue, `machine.cpus` cores, round-robin slices of
-//! `machine.cost.sched_slice`. A task that blocks counts a voluntary context
-//! switch; a task whose slice ends while others wait is preempted and counts
-//! an involuntary one, as in /proc/PID/status.
+//! CPUs and the run queue (kernel/sched). A deliberately small model with
+//! one run queue shared by `machine.cpus` cores, under one of two policies
+//! (`machine.sched`; `fifo` is the default, see the README for why):
+//!
+//! - `eevdf` (Linux >= 6.6, kernel/sched/fair.c), every task at nice 0:
+//!   - each task has a virtual runtime (its CPU time) and a virtual
+//!     deadline, `vruntime + slice`, where the slice is `base_slice` ×
+//!     (1 + ilog2(min(cpus, 8))) (`update_sysctl`, log scaling);
+//!   - the queue's average vruntime V (`avg_vruntime`, over the queued and
+//!     the running tasks) decides eligibility: a task may run when its
+//!     vruntime is at most V. The pick is the eligible task with the
+//!     earliest deadline (`pick_eevdf`);
+//!   - a task that sleeps keeps its lag V - vruntime, clamped to the larger
+//!     of two slices and a tick (`update_entity_lag`). A positive lag is
+//!     given back when it wakes, scaled by (n + 1) / n (`place_entity`,
+//!     PLACE_LAG). A negative lag stays with the task while it sleeps: its
+//!     vruntime is kept until V passes it, after which it wakes at V
+//!     (DELAY_DEQUEUE with DELAY_ZERO). Delayed sleepers are not counted
+//!     in V here, a simplification;
+//!   - the running task is protected until its vruntime reaches the
+//!     deadline it had when picked (RUN_TO_PARITY). At the first tick
+//!     after that (`update_deadline` runs from the tick) it gets a new
+//!     deadline and is preempted if the pick prefers a queued task;
+//!   - a wakeup preempts the running task when that task is not protected
+//!     (or no longer eligible) and the woken one is the pick
+//!     (`check_preempt_wakeup_fair`). Under PREEMPT_NONE (the rig's
+//!     kernel) the resched takes effect where the task next checks for it:
+//!     at the end of its CPU burst, or at the next tick inside a long one
+//!     (`cond_resched()` in the copy and writeback loops);
+//! - `fifo`: one FIFO queue and round-robin slices of
+//!   `machine.cost.sched_slice`, the model before EEVDF was added.
+//!
+//! A task that blocks counts a voluntary context switch; a task taken off
+//! the CPU while it still wants it counts an involuntary one, as in
+//! /proc/PID/status.
 
 use super::{Action, Ev, Kernel, Pid, RunState};
+use crate::scenario::SchedPolicy;
 use crate::sim::Ns;
 
 #[derive(Default, Clone, Debug)]
@@ -16,10 +47,110 @@ pub struct Cpu {
     /// When the current task got this CPU (its slice counts from here,
     /// across consecutive bursts).
     pub since: Ns,
+    /// When the running segment (the pending slice event) started.
+    pub seg_start: Ns,
+    /// EEVDF: a resched is pending for the running task (TIF_NEED_RESCHED
+    /// set by a wakeup or the tick).
+    pub resched: bool,
     pub busy_ns: Ns,
 }
 
 impl Kernel {
+    fn eevdf(&self) -> bool {
+        self.sc.machine.sched == SchedPolicy::Eevdf
+    }
+
+    /// The running task's vruntime now.
+    fn cur_vruntime(&self, cpu: usize, pid: Pid) -> u64 {
+        self.tasks[pid].vruntime + (self.q.now() - self.cpus[cpu].seg_start)
+    }
+
+    /// `avg_vruntime`: the mean vruntime of the queued and running tasks,
+    /// and how many there are.
+    fn avg_vruntime(&self) -> (u64, u64) {
+        let mut sum = self.rq_vsum;
+        let mut n = self.rq_tree.len() as u64;
+        for (c, cpu) in self.cpus.iter().enumerate() {
+            if let Some(p) = cpu.cur {
+                sum += self.cur_vruntime(c, p) as u128;
+                n += 1;
+            }
+        }
+        if n == 0 {
+            return (0, 0);
+        }
+        ((sum / n as u128) as u64, n)
+    }
+
+    fn rq_enqueue(&mut self, pid: Pid) {
+        if self.eevdf() {
+            let v = self.tasks[pid].vruntime;
+            self.rq_tree.insert((v, pid));
+            self.rq_dl.insert((self.tasks[pid].deadline, pid));
+            self.rq_vsum += v as u128;
+        } else {
+            self.runqueue.push_back(pid);
+        }
+    }
+
+    /// `pick_eevdf` over the queued tasks: the eligible one (vruntime <= V)
+    /// with the earliest deadline, or the least vruntime if none is.
+    fn pick_queued(&self, v: u64) -> Option<Pid> {
+        self.rq_dl
+            .iter()
+            .find(|&&(_, p)| self.tasks[p].vruntime <= v)
+            .map(|&(_, p)| p)
+            .or_else(|| self.rq_tree.first().map(|&(_, p)| p))
+    }
+
+    fn rq_dequeue(&mut self, pid: Pid) {
+        let v = self.tasks[pid].vruntime;
+        self.rq_tree.remove(&(v, pid));
+        self.rq_dl.remove(&(self.tasks[pid].deadline, pid));
+        self.rq_vsum -= v as u128;
+    }
+
+    /// Take the next task to run off the queue.
+    fn rq_pop(&mut self) -> Option<Pid> {
+        if !self.eevdf() {
+            return self.runqueue.pop_front();
+        }
+        let (v, _) = self.avg_vruntime();
+        let p = self.pick_queued(v)?;
+        self.rq_dequeue(p);
+        Some(p)
+    }
+
+    /// `place_entity`: a waking task's vruntime and deadline.
+    fn place_entity(&mut self, pid: Pid) {
+        let (v, n) = self.avg_vruntime();
+        let slice = self.vslice;
+        let t = &mut self.tasks[pid];
+        if std::mem::take(&mut t.delayed) && t.vruntime > v {
+            // still owes its negative lag: wakes where it went to sleep
+            t.deadline = t.vruntime + slice;
+            return;
+        }
+        let lag = if t.vlag > 0 && n > 0 {
+            t.vlag as i128 * (n as i128 + 1) / n as i128
+        } else {
+            0
+        };
+        t.vruntime = (v as i128 - lag).max(0) as u64;
+        t.deadline = t.vruntime + slice;
+    }
+
+    /// `update_entity_lag` as the task leaves the run queue to sleep.
+    fn save_lag(&mut self, pid: Pid) {
+        let (v, _) = self.avg_vruntime();
+        let tick = self.jif.start_of(self.jif.base + 1);
+        let limit = (2 * self.vslice).max(tick) as i64;
+        let t = &mut self.tasks[pid];
+        let lag = (v as i64 - t.vruntime as i64).clamp(-limit, limit);
+        t.vlag = lag;
+        t.delayed = lag < 0;
+    }
+
     /// Ask for `user + sys` ns of CPU for `pid`; the task's `step` runs when
     /// the burst is done.
     fn cpu_request(&mut self, pid: Pid, user: Ns, sys: Ns) {
@@ -27,8 +158,12 @@ impl Kernel {
         t.burst_left = user + sys;
         t.burst_user_left = user;
         t.state = RunState::Runnable;
+        let woken = t.woken;
+        if self.eevdf() && woken {
+            self.place_entity(pid);
+        }
         // prefer the CPU the task last ran on (cache affinity), else any idle
-        let last = t.cpu;
+        let last = self.tasks[pid].cpu;
         let cpu = if self.cpus[last].cur.is_none() {
             Some(last)
         } else {
@@ -39,15 +174,45 @@ impl Kernel {
                 self.dispatch(c, pid);
             }
             None => {
-                // check_preempt_wakeup: a task woken from sleep wants the
-                // CPU it last ran on
-                if self.tasks[pid].woken {
-                    if let Some(cur) = self.cpus[last].cur {
-                        self.tasks[cur].need_resched = true;
-                    }
+                self.rq_enqueue(pid);
+                if woken {
+                    self.check_preempt_wakeup(last, pid);
                 }
-                self.runqueue.push_back(pid);
             }
+        }
+    }
+
+    /// A task woke up and waits: may it preempt the task running on its
+    /// CPU?
+    fn check_preempt_wakeup(&mut self, cpu: usize, pid: Pid) {
+        let Some(cur) = self.cpus[cpu].cur else {
+            return;
+        };
+        if !self.eevdf() {
+            // FIFO: only flag it, for cond_resched() callers
+            self.tasks[cur].need_resched = true;
+            return;
+        }
+        let (v, _) = self.avg_vruntime();
+        let cvr = self.cur_vruntime(cpu, cur);
+        let eligible = cvr <= v;
+        if eligible && cvr < self.tasks[cur].vprot {
+            return; // run to parity
+        }
+        let curr_wins = eligible && self.tasks[cur].deadline <= self.tasks[pid].deadline;
+        if curr_wins || self.pick_queued(v) != Some(pid) {
+            return;
+        }
+        self.resched_cpu(cpu);
+    }
+
+    /// Set TIF_NEED_RESCHED on `cpu`'s task. Under PREEMPT_NONE it takes
+    /// effect when the task's burst ends (a return to user space) or at its
+    /// own `cond_resched()` (the flusher).
+    fn resched_cpu(&mut self, cpu: usize) {
+        if let Some(cur) = self.cpus[cpu].cur {
+            self.tasks[cur].need_resched = true;
+            self.cpus[cpu].resched = true;
         }
     }
 
@@ -56,7 +221,8 @@ impl Kernel {
     /// Reading it clears the flag (the caller reschedules).
     pub fn need_resched(&mut self, pid: Pid) -> bool {
         let cpu = self.tasks[pid].cpu;
-        let expired = !self.runqueue.is_empty()
+        let expired = !self.eevdf()
+            && !self.runqueue.is_empty()
             && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice;
         std::mem::take(&mut self.tasks[pid].need_resched) || expired
     }
@@ -64,11 +230,15 @@ impl Kernel {
     /// Give `cpu` to `pid`. Returns false if the task (just woken) went
     /// back to sleep at once, leaving the CPU free.
     fn dispatch(&mut self, cpu: usize, pid: Pid) -> bool {
+        self.cpus[cpu].resched = false;
+        // set_protect_slice: protected up to the deadline it has now
+        self.tasks[pid].vprot = self.tasks[pid].deadline;
         if self.tasks[pid].woken {
             // A woken task's logic continues as soon as it is on a CPU; the
             // wakeup cost is added to the burst it asks for.
             self.tasks[pid].woken = false;
             self.cpus[cpu].cur = Some(pid);
+            self.cpus[cpu].seg_start = self.q.now();
             self.tasks[pid].state = RunState::Running;
             self.tasks[pid].cpu = cpu;
             let w = self.sc.machine.cost.wakeup;
@@ -82,7 +252,11 @@ impl Kernel {
                 other => {
                     // Straight back to sleep: charge the wakeup, free the CPU.
                     self.tasks[pid].stime += w;
+                    self.tasks[pid].vruntime += w;
                     self.cpus[cpu].busy_ns += w;
+                    if self.eevdf() {
+                        self.save_lag(pid);
+                    }
                     self.cpus[cpu].cur = None;
                     self.finish_burst(pid, other);
                     return false;
@@ -97,13 +271,20 @@ impl Kernel {
     /// Run `pid`'s current burst on `cpu` until it ends or its slice is used up.
     fn run_burst(&mut self, cpu: usize, pid: Pid) {
         let now = self.q.now();
-        let used = now - self.cpus[cpu].since;
-        let left_in_slice = self.sc.machine.cost.sched_slice.saturating_sub(used).max(1);
-        let slice = self.tasks[pid].burst_left.min(left_in_slice).max(1);
+        let slice = if self.eevdf() {
+            // PREEMPT_NONE: kernel work runs to its end (the tick only
+            // flags a resched, `update_deadline`)
+            self.tasks[pid].burst_left.max(1)
+        } else {
+            let used = now - self.cpus[cpu].since;
+            let left_in_slice = self.sc.machine.cost.sched_slice.saturating_sub(used).max(1);
+            self.tasks[pid].burst_left.min(left_in_slice).max(1)
+        };
         let c = &mut self.cpus[cpu];
         c.cur = Some(pid);
         c.gen += 1;
         c.slice = slice;
+        c.seg_start = now;
         let gen = c.gen;
         let t = &mut self.tasks[pid];
         t.state = RunState::Running;
@@ -117,23 +298,63 @@ impl Kernel {
         );
     }
 
-    /// The slice of the task on `cpu` is used up and others wait: preempt it.
-    fn should_preempt(&self, cpu: usize) -> bool {
-        !self.runqueue.is_empty()
-            && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice
+    /// Charge the CPU time since the running segment started.
+    fn account(&mut self, cpu: usize, pid: Pid) {
+        let now = self.q.now();
+        let ran = now - self.cpus[cpu].seg_start;
+        self.cpus[cpu].seg_start = now;
+        self.cpus[cpu].busy_ns += ran;
+        let t = &mut self.tasks[pid];
+        let user = ran.min(t.burst_user_left);
+        t.burst_user_left -= user;
+        t.utime += user;
+        t.stime += ran - user;
+        t.burst_left -= ran;
+        t.vruntime += ran;
+    }
+
+    /// Should the task on `cpu`, which still wants the CPU, make way for a
+    /// queued one now?
+    fn should_preempt(&mut self, cpu: usize, pid: Pid) -> bool {
+        if !self.eevdf() {
+            return !self.runqueue.is_empty()
+                && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice;
+        }
+        let vr = self.tasks[pid].vruntime;
+        let mut resched = std::mem::take(&mut self.cpus[cpu].resched);
+        if vr >= self.tasks[pid].deadline {
+            // update_deadline: a new slice, and a resched while others wait
+            self.tasks[pid].deadline = vr + self.vslice;
+            self.tasks[pid].vprot = self.tasks[pid].deadline;
+            resched = true;
+        }
+        if !resched || self.rq_tree.is_empty() {
+            return false;
+        }
+        // pick_eevdf with the current task in the running
+        let (v, _) = self.avg_vruntime();
+        let Some(best) = self.pick_queued(v) else {
+            return false;
+        };
+        let cur_ok = vr <= v && self.tasks[pid].deadline <= self.tasks[best].deadline;
+        if cur_ok {
+            self.tasks[pid].vprot = self.tasks[pid].deadline;
+        }
+        !cur_ok
     }
 
     fn preempt(&mut self, cpu: usize, pid: Pid) {
         self.tasks[pid].nivcsw += 1;
         self.tasks[pid].need_resched = false; // schedule() clears it
         self.tasks[pid].state = RunState::Runnable;
-        self.runqueue.push_back(pid);
+        self.cpus[cpu].cur = None;
+        self.rq_enqueue(pid);
         self.schedule_next(cpu);
     }
 
     fn schedule_next(&mut self, cpu: usize) {
         self.cpus[cpu].cur = None;
-        while let Some(next) = self.runqueue.pop_front() {
+        while let Some(next) = self.rq_pop() {
             if self.dispatch(cpu, next) {
                 break;
             }
@@ -147,30 +368,27 @@ impl Kernel {
         let Some(pid) = self.cpus[cpu].cur else {
             return;
         };
-        let slice = self.cpus[cpu].slice;
-        self.cpus[cpu].busy_ns += slice;
-        {
-            let t = &mut self.tasks[pid];
-            let user = slice.min(t.burst_user_left);
-            t.burst_user_left -= user;
-            t.utime += user;
-            t.stime += slice - user;
-            t.burst_left -= slice;
-        }
+        self.account(cpu, pid);
         if self.tasks[pid].burst_left > 0 {
-            if self.should_preempt(cpu) {
-                self.preempt(cpu, pid);
-            } else {
-                if self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice {
-                    self.cpus[cpu].since = self.q.now(); // a new slice, nobody waiting
-                }
-                self.run_burst(cpu, pid);
-            }
+            self.continue_or_preempt(cpu, pid);
             return;
         }
         // The burst is done: the task's logic continues on this CPU.
         let action = self.task_step(pid);
         self.apply_action(pid, cpu, action);
+    }
+
+    fn continue_or_preempt(&mut self, cpu: usize, pid: Pid) {
+        if self.should_preempt(cpu, pid) {
+            self.preempt(cpu, pid);
+        } else {
+            if !self.eevdf()
+                && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice
+            {
+                self.cpus[cpu].since = self.q.now(); // a new slice, nobody waiting
+            }
+            self.run_burst(cpu, pid);
+        }
     }
 
     fn apply_action(&mut self, pid: Pid, cpu: usize, action: Action) {
@@ -182,16 +400,12 @@ impl Kernel {
                 t.burst_user_left = user;
                 // Continue on the same CPU unless the slice is used up and
                 // others wait.
-                if self.should_preempt(cpu) {
-                    self.preempt(cpu, pid);
-                } else {
-                    if self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice {
-                        self.cpus[cpu].since = self.q.now();
-                    }
-                    self.run_burst(cpu, pid);
-                }
+                self.continue_or_preempt(cpu, pid);
             }
             other => {
+                if self.eevdf() {
+                    self.save_lag(pid);
+                }
                 self.finish_burst(pid, other);
                 self.schedule_next(cpu);
             }
@@ -288,5 +502,103 @@ impl Kernel {
     /// Is `pid` currently waiting for an explicit wakeup (not a timer)?
     pub fn is_blocked(&self, pid: Pid) -> bool {
         self.tasks[pid].state == RunState::Sleeping
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::kernel::{Body, Kernel, Pid};
+    use crate::scenario::Scenario;
+
+    fn machine(cpus: u32, sched: &str) -> Kernel {
+        let toml = format!(
+            "[machine]\ncpus = {cpus}\nsched = \"{sched}\"\n\
+             [devices.sda]\ntype = \"ssd\"\n[filesystems.f]\ndevice = \"sda\"\n\
+             [jobs.dd]\nnumjobs = 1\nbs = \"1M\"\n[run]\nduration = \"1s\"\nwarmup = \"0s\"\n"
+        );
+        let sc = Scenario::load_str(&toml, "t.toml", "t", &[]).unwrap();
+        Kernel::new(sc, crate::trace::Tracer::disabled())
+    }
+
+    /// A queued task with the given vruntime and deadline (ns).
+    fn queued(k: &mut Kernel, vruntime: u64, deadline: u64) -> Pid {
+        let p = k.new_task("kworker/0:1".into(), Body::Kworker, None);
+        k.tasks[p].vruntime = vruntime;
+        k.tasks[p].deadline = deadline;
+        k.rq_enqueue(p);
+        p
+    }
+
+    #[test]
+    fn the_slice_is_the_base_slice_scaled_by_log2_of_the_cpus_up_to_8() {
+        // update_sysctl with SCHED_TUNABLESCALING_LOG: 1 + ilog2(min(cpus, 8))
+        assert_eq!(machine(1, "eevdf").vslice, 700_000);
+        assert_eq!(machine(2, "eevdf").vslice, 1_400_000);
+        assert_eq!(machine(6, "eevdf").vslice, 2_100_000);
+        assert_eq!(machine(64, "eevdf").vslice, 2_800_000);
+    }
+
+    #[test]
+    fn the_pick_is_the_eligible_task_with_the_earliest_deadline() {
+        let mut k = machine(2, "eevdf");
+        let a = queued(&mut k, 0, 5_000);
+        let b = queued(&mut k, 1_000, 2_400);
+        // the earliest deadline, but vruntime 9000 > V = 10000 / 3
+        let c = queued(&mut k, 9_000, 1_000);
+        assert_eq!(k.avg_vruntime(), (3_333, 3));
+        assert_eq!(k.pick_queued(3_333), Some(b));
+        assert_eq!(k.rq_pop(), Some(b));
+        // V = 4500: a (deadline 5000) is the only eligible one left
+        assert_eq!(k.rq_pop(), Some(a));
+        // nothing eligible among the queued: the least vruntime
+        assert_eq!(k.pick_queued(0), Some(c));
+        // FIFO takes them in the order they came
+        let mut f = machine(2, "fifo");
+        let a = queued(&mut f, 0, 5_000);
+        queued(&mut f, 1_000, 2_400);
+        assert_eq!(f.rq_pop(), Some(a));
+    }
+
+    #[test]
+    fn a_waking_task_gets_its_lag_back() {
+        let mut k = machine(2, "eevdf");
+        for v in [10_000_000, 12_000_000, 14_000_000] {
+            queued(&mut k, v, v + 1_400_000);
+        }
+        assert_eq!(k.avg_vruntime(), (12_000_000, 3));
+        // a positive lag comes back scaled by (n + 1) / n (PLACE_LAG)
+        let p = k.new_task("kworker/0:2".into(), Body::Kworker, None);
+        k.tasks[p].vlag = 300_000;
+        k.place_entity(p);
+        assert_eq!(k.tasks[p].vruntime, 12_000_000 - 400_000);
+        assert_eq!(k.tasks[p].deadline, 11_600_000 + 1_400_000);
+        // a negative lag is kept while V is below the task's vruntime...
+        k.tasks[p].vlag = -2_000_000;
+        k.tasks[p].delayed = true;
+        k.tasks[p].vruntime = 13_000_000;
+        k.place_entity(p);
+        assert_eq!(k.tasks[p].vruntime, 13_000_000);
+        assert!(!k.tasks[p].delayed);
+        // ...and gone once V has passed it (DELAY_ZERO): placed at V
+        k.tasks[p].delayed = true;
+        k.tasks[p].vruntime = 11_000_000;
+        k.place_entity(p);
+        assert_eq!(k.tasks[p].vruntime, 12_000_000);
+    }
+
+    #[test]
+    fn the_lag_kept_over_a_sleep_is_clamped_to_two_slices_or_a_tick() {
+        let mut k = machine(2, "eevdf");
+        queued(&mut k, 50_000_000, 51_400_000);
+        let p = k.new_task("dd".into(), Body::Kworker, None);
+        // V = 50 ms; the limit is max(2 * 1.4 ms, 4 ms at HZ=250) = 4 ms
+        k.tasks[p].vruntime = 10_000_000;
+        k.save_lag(p);
+        assert_eq!(k.tasks[p].vlag, 4_000_000);
+        assert!(!k.tasks[p].delayed);
+        k.tasks[p].vruntime = 51_000_000;
+        k.save_lag(p);
+        assert_eq!(k.tasks[p].vlag, -1_000_000);
+        assert!(k.tasks[p].delayed);
     }
 }

@@ -105,7 +105,22 @@ pub struct Machine {
     /// Free memory the host still backs at the start (free page reporting
     /// has not discarded it); None: all of it, as on bare metal.
     pub host_backed_free: Option<u64>,
+    /// How runnable tasks share the CPUs (kernel/sched).
+    pub sched: SchedPolicy,
+    /// EEVDF's `sysctl_sched_base_slice` before scaling by CPU count
+    /// (debugfs sched/base_slice_ns; 700 us in recent kernels, 750 us in the first EEVDF ones).
+    pub sched_base_slice: Ns,
     pub cost: CpuCost,
+}
+
+/// The CPU scheduler model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SchedPolicy {
+    /// EEVDF (Linux >= 6.6): earliest eligible virtual deadline first, lag
+    /// kept across sleep, run-to-parity (kernel/sched/fair.c).
+    Eevdf,
+    /// One FIFO queue with round-robin slices of `machine.cost.sched_slice`.
+    Fifo,
 }
 
 #[derive(Clone, Debug)]
@@ -695,6 +710,11 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     let anon = r.size("machine.anon")?.map(|x| x.0).unwrap_or(memory / 32);
     let reserve = r.size("machine.reserve")?.map(|x| x.0);
     let host_backed_free = r.size("machine.host_backed_free")?.map(|x| x.0);
+    let sched = match r.choice("machine.sched", &["eevdf", "fifo"])? {
+        Some((v, _)) if v == "eevdf" => SchedPolicy::Eevdf,
+        _ => SchedPolicy::Fifo,
+    };
+    let sched_base_slice = r.cost("machine.sched_base_slice", 700 * NSEC_PER_USEC)?;
     if anon + reserve.unwrap_or(0) + (64 << 20) > memory {
         return err(
             &Origin::Builtin,
@@ -724,6 +744,8 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         anon,
         reserve,
         host_backed_free,
+        sched,
+        sched_base_slice,
         cost,
     };
 
@@ -1518,7 +1540,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
 
     if let Some((path, e)) = r.raw.first_leftover() {
         let hint = match path.split('.').next().unwrap_or("") {
-            "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,host_backed_free,cost.*}",
+            "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,host_backed_free,sched,sched_base_slice,cost.*}",
             "vm" => "vm.{dirty_ratio,dirty_bytes,dirty_background_ratio,dirty_background_bytes,dirty_expire_centisecs,dirty_writeback_centisecs}",
             "devices" => "devices.NAME.{type,write_bps,read_bps,backing,bandwidth,iops,latency,queue_depth,channels,per_io,write_cache,cache,flush_bandwidth,rpm,avg_seek,track_to_track,full_stroke,media_rate_outer,media_rate_inner,per_cmd_overhead,members,chunk,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,queue.max_segments,queue.nr_requests,queue.scheduler,queue.wbt_lat_usec,bdi.min_ratio,bdi.max_ratio,bdi.strict_limit,bdi.write_bandwidth,bdi.dirty_ratelimit}",
             "filesystems" => "filesystems.NAME.{type,device,max_folio,agcount,metadata,commit,journal_size}",
