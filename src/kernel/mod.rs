@@ -76,7 +76,8 @@ pub enum Body {
     Kworker,
     /// A loop device's worker (drivers/loopdev.rs).
     Loop(DevId),
-    Dd(Box<DdWriter>),
+    /// A dd writer, inline: its state is read at every wakeup.
+    Dd(DdWriter),
     FsMark(Box<crate::workload::fs_mark::FsMarkThread>),
     Flusher(Box<FlusherState>),
 }
@@ -89,12 +90,13 @@ pub enum RunState {
     Dead,
 }
 
-/// A task. Laid out in declaration order, the fields every scheduling
-/// event touches first (a thousand writers' tasks do not fit in the
-/// cache; the fields of one wakeup should share few cache lines).
-#[repr(C)]
+/// A task. Laid out in declaration order and aligned to a cache line:
+/// the fields every scheduling event touches first, then the body (a dd
+/// writer's state is kept inline) and the dirty-throttling state (a
+/// thousand writers' tasks do not fit in the cache; the fields of one
+/// wakeup should share few cache lines).
+#[repr(C, align(64))]
 pub struct Task {
-    pub body: Option<Body>,
     pub state: RunState,
     /// Woken: the task's logic runs when it gets a CPU, and the wakeup cost
     /// is added to the burst it asks for.
@@ -114,13 +116,20 @@ pub struct Task {
     /// System time incurred outside a burst (request dispatch), added to
     /// the task's next burst.
     pub owed_sys: Ns,
+    pub nvcsw: u64,
+    pub utime: Ns,
+    pub stime: Ns,
+    pub body: Option<Body>,
     // task_struct's dirty-throttling fields
     pub nr_dirtied: u64,
     pub nr_dirtied_pause: u64,
     pub dirty_paused_when: u64,
     /// Bytes written by write(2) (/proc/PID/io wchar).
     pub wchar: u64,
-    pub nvcsw: u64,
+    /// Inside a sleeping balance_dirty_pages() call.
+    pub bdp: Option<crate::mm::page_writeback::BdpCall>,
+    /// The task's block plug (`current->plug`).
+    pub plug: Option<crate::block::blk_mq::Plug>,
     pub nivcsw: u64,
     /// EEVDF: virtual runtime (ns; every task has nice 0's weight), the
     /// virtual deadline, the protected point (run to parity) and the lag
@@ -129,12 +138,6 @@ pub struct Task {
     pub deadline: u64,
     pub vprot: u64,
     pub vlag: i64,
-    pub utime: Ns,
-    pub stime: Ns,
-    /// Inside a sleeping balance_dirty_pages() call.
-    pub bdp: Option<crate::mm::page_writeback::BdpCall>,
-    /// The task's block plug (`current->plug`).
-    pub plug: Option<crate::block::blk_mq::Plug>,
     pub pid: u32,
     pub comm: String,
     /// Files created (fs_mark).
@@ -473,3 +476,6 @@ impl Kernel {
         Ok(())
     }
 }
+
+// The fields a dd writer's wakeups touch (up to `plug`) fill four cache lines.
+const _: () = assert!(std::mem::offset_of!(Task, nivcsw) <= 256);

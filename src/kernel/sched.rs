@@ -478,12 +478,19 @@ impl Kernel {
         if self.ended {
             return Action::Block;
         }
+        // a dd writer's state is copied out and back (it is small and
+        // inline); the other bodies are taken and put back
+        if let Some(super::Body::Dd(d)) = &self.tasks[pid].body {
+            let mut d = *d;
+            let a = self.dd_step(pid, &mut d);
+            if let Some(super::Body::Dd(slot)) = &mut self.tasks[pid].body {
+                *slot = d;
+            }
+            return a;
+        }
         let body = self.tasks[pid].body.take().expect("task body in use");
         let (body, action) = match body {
-            super::Body::Dd(mut d) => {
-                let a = self.dd_step(pid, &mut d);
-                (super::Body::Dd(d), a)
-            }
+            super::Body::Dd(_) => unreachable!("dd bodies are stepped in place"),
             super::Body::Kworker => (super::Body::Kworker, Action::Block),
             super::Body::Loop(dev) => (super::Body::Loop(dev), self.loop_step(pid, dev)),
             super::Body::FsMark(mut f) => {

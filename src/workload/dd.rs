@@ -26,28 +26,30 @@ enum Stage {
     Done,
 }
 
+/// A dd writer's state, kept inline in its task (read at every wakeup).
+#[derive(Clone, Copy, Debug)]
 pub struct DdWriter {
-    pub job: usize,
     pub ino: InodeId,
-    pub sb: usize,
+    pub sb: u32,
+    /// The superblock's wb (fixed once the filesystems are set up).
+    pub wb: u32,
     pub bs_pages: u64,
     /// Pages dirtied per call of balance_dirty_pages_ratelimited.
     pub unit_pages: u64,
-    /// Position (pages) in the file and the limit (None: unbounded).
+    /// Position (pages) in the file and the limit (`u64::MAX`: unbounded).
     pub pos: u64,
-    pub limit: Option<u64>,
-    pub end_time: Option<Ns>,
+    pub limit: u64,
+    /// When the writer stops (`u64::MAX`: never).
+    pub end_time: Ns,
     stage: Stage,
-    pub writes: u64,
-    pub bdp_sleeps: u64,
 }
 
 impl DdWriter {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        job: usize,
         ino: InodeId,
         sb: usize,
+        wb: usize,
         bs: u64,
         size: Option<u64>,
         end_time: Option<Ns>,
@@ -56,17 +58,15 @@ impl DdWriter {
     ) -> DdWriter {
         let bs_pages = bs.div_ceil(page_size).max(1);
         DdWriter {
-            job,
             ino,
-            sb,
+            sb: sb as u32,
+            wb: wb as u32,
             bs_pages,
             unit_pages: bs_pages.min(max_folio_pages).max(1),
             pos: 0,
-            limit: size.map(|s| s.div_ceil(page_size)),
-            end_time,
+            limit: size.map_or(u64::MAX, |s| s.div_ceil(page_size)),
+            end_time: end_time.unwrap_or(Ns::MAX),
             stage: Stage::Ready,
-            writes: 0,
-            bdp_sleeps: 0,
         }
     }
 }
@@ -92,15 +92,12 @@ fn per_unit_ceil(x: u64, unit: u64) -> u64 {
 
 impl Kernel {
     pub fn dd_step(&mut self, pid: Pid, d: &mut DdWriter) -> Action {
-        let wb = self.sbs[d.sb].wb;
+        let wb = d.wb as usize;
         loop {
             match d.stage {
                 Stage::Done => return Action::Exit,
                 Stage::Throttled { rest } => match self.throttle_resume(pid, wb) {
-                    ThrottleStep::Sleep(at) => {
-                        d.bdp_sleeps += 1;
-                        return Action::SleepUntil(at);
-                    }
+                    ThrottleStep::Sleep(at) => return Action::SleepUntil(at),
                     ThrottleStep::Cpu(ns) => return Action::Cpu { user: 0, sys: ns },
                     ThrottleStep::Block => return Action::Block,
                     ThrottleStep::Done => {
@@ -142,7 +139,6 @@ impl Kernel {
                             ThrottleStep::Done => {}
                             ThrottleStep::Sleep(at) => {
                                 d.stage = Stage::Throttled { rest: left };
-                                d.bdp_sleeps += 1;
                                 return Action::SleepUntil(at);
                             }
                             ThrottleStep::Cpu(ns) => {
@@ -159,22 +155,21 @@ impl Kernel {
                 }
                 Stage::Ready => {
                     let now = self.now();
-                    if d.end_time.is_some_and(|e| now >= e) || d.limit.is_some_and(|l| d.pos >= l) {
+                    if now >= d.end_time || d.pos >= d.limit {
                         d.stage = Stage::Done;
                         continue;
                     }
                     // units until the next check enters balance_dirty_pages
                     let until = self.throttle_pages_until_check(pid, wb);
                     let mut units = per_unit_ceil(until, d.unit_pages).max(1);
-                    if let Some(l) = d.limit {
-                        units = units.min(per_unit_ceil(l - d.pos, d.unit_pages));
+                    if d.limit != u64::MAX {
+                        units = units.min(per_unit_ceil(d.limit - d.pos, d.unit_pages));
                     }
                     let pages = units * d.unit_pages;
                     // write() calls that start inside this batch
                     let first = per_unit_ceil(d.pos, d.bs_pages);
                     let last = per_unit_ceil(d.pos + pages, d.bs_pages);
                     let syscalls = last - first;
-                    d.writes += syscalls;
                     // pages past the end of the file's cache are allocated
                     let new_pages = self.inodes[d.ino].pages_past_span(d.pos, pages);
                     let host = self.page_alloc_host_cost(new_pages);

@@ -48,16 +48,16 @@ impl Kernel {
                         let ps = self.page_size();
                         let end_time = job.runtime.map(|r| job.start + r);
                         let w = dd::DdWriter::new(
-                            ji,
                             ino,
                             sb,
+                            self.sbs[sb].wb,
                             bs,
                             size,
                             end_time,
                             ps,
                             self.sbs[sb].max_folio_pages,
                         );
-                        let pid = self.new_task("dd".into(), Body::Dd(Box::new(w)), Some(ji));
+                        let pid = self.new_task("dd".into(), Body::Dd(w), Some(ji));
                         let at = job.start;
                         self.tasks[pid].gen += 1;
                         let gen = self.tasks[pid].gen;
