@@ -73,6 +73,12 @@ impl InodeTable {
             self.first_chunk += 1;
         }
     }
+    /// The inode `id` if the table holds it (evicted ones included while
+    /// their chunk is kept).
+    #[inline]
+    pub fn get(&self, id: InodeId) -> Option<&Inode> {
+        self.chunks.get(id >> CHUNK_SHIFT)?.get(id & (CHUNK - 1))
+    }
     /// The inodes in the table, oldest first, with their ids.
     pub fn iter(&self) -> impl Iterator<Item = (InodeId, &Inode)> {
         let first = self.first_id();

@@ -387,6 +387,18 @@ impl<E: Copy> EventQueue<E> {
         self.popped += 1;
         Some((at, ev))
     }
+    /// The `k`-th next event (0: the next), if it is already in the
+    /// current bucket (a hint for prefetching: events still to be scheduled
+    /// may come first).
+    #[inline]
+    pub fn peek_near(&self, k: usize) -> Option<&E> {
+        let n = self.near.len();
+        if k < n {
+            Some(&self.near[n - 1 - k].1)
+        } else {
+            None
+        }
+    }
     /// Number of events processed so far.
     pub fn events_popped(&self) -> u64 {
         self.popped
@@ -397,6 +409,23 @@ impl<E: Copy> EventQueue<E> {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
+}
+
+/// Ask the CPU to bring the cache lines of `len` bytes at `p` into the
+/// cache: a hint with no effect on what the program computes.
+#[inline(always)]
+pub fn prefetch<T>(p: *const T, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    for off in (0..len).step_by(64) {
+        // SAFETY: a prefetch does not access memory architecturally; it
+        // never faults, whatever the address.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>((p as *const i8).wrapping_add(off));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (p, len);
 }
 
 /// The seeded PRNG. ChaCha8 is portable and stable across platforms and
