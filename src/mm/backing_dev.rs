@@ -31,6 +31,8 @@ pub struct Wb {
     /// dirty_ratelimit, max_pause, task_ratelimit), (min_pause, nr_dirtied_pause)).
     #[allow(clippy::type_complexity)]
     pub min_pause_cache: Option<((u64, u64, u64, u64), (i64, u64))>,
+    /// And of the wb line's scale factor.
+    pub line_scale: crate::mm::page_writeback::LineScale,
     // bandwidth estimation
     pub bw_time_stamp: u64,
     pub dirtied_stamp: u64,
@@ -81,6 +83,7 @@ impl Wb {
             completions: FpropLocal::default(),
             thresh_cache: None,
             min_pause_cache: None,
+            line_scale: Default::default(),
             bw_time_stamp: now_j,
             dirtied_stamp: 0,
             written_stamp: 0,

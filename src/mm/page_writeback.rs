@@ -71,6 +71,7 @@ pub struct Dtc {
     pub bg_thresh: u64,
     pub wb_dirty: u64,
     pub wb_thresh: u64,
+    /// Only worked out under strictlimit, the one case that reads it.
     pub wb_bg_thresh: u64,
     pub pos_ratio: u64,
 }
@@ -121,7 +122,13 @@ pub fn cubic(setpoint: u64, dirty: u64, span: u64) -> i64 {
 /// line scaled by the wb's linear line, with the 1/4 floor and the reserve
 /// area. `dom_dirty_limit` is `global_wb_domain.dirty_limit`, `write_bw` the
 /// wb's `avg_write_bandwidth`.
-pub fn wb_position_ratio(dtc: &Dtc, dom_dirty_limit: u64, write_bw: u64, strictlimit: bool) -> u64 {
+pub fn wb_position_ratio(
+    dtc: &Dtc,
+    dom_dirty_limit: u64,
+    write_bw: u64,
+    strictlimit: bool,
+    scale: &mut LineScale,
+) -> u64 {
     let freerun = dirty_freerun_ceiling(dtc.thresh, dtc.bg_thresh);
     let limit = hard_dirty_limit(dom_dirty_limit, dtc.thresh);
     if dtc.dirty >= limit {
@@ -146,7 +153,27 @@ pub fn wb_position_ratio(dtc: &Dtc, dom_dirty_limit: u64, write_bw: u64, strictl
         return pos_ratio.min(wb_pos);
     }
 
-    wb_line(pos_ratio, dtc, limit, setpoint, write_bw, |d| d | 1)
+    wb_line(pos_ratio, dtc, limit, setpoint, write_bw, |d| d | 1, scale)
+}
+
+/// wbsim's cache of the wb line's scale `x = (wb_thresh << 16) / divisor`
+/// (`divisor` is thresh with the version's zero guard): both seldom change
+/// from one throttle call to the next, and a division is slow.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LineScale(Option<(u64, u64, u64)>);
+
+impl LineScale {
+    #[inline]
+    pub fn x(&mut self, wb_thresh: u64, divisor: u64) -> u64 {
+        match self.0 {
+            Some((t, d, x)) if (t, d) == (wb_thresh, divisor) => x,
+            _ => {
+                let x = (wb_thresh << 16) / divisor;
+                self.0 = Some((wb_thresh, divisor, x));
+                x
+            }
+        }
+    }
 }
 
 /// The wb's linear control line that scales the global `pos_ratio`
@@ -154,7 +181,7 @@ pub fn wb_position_ratio(dtc: &Dtc, dom_dirty_limit: u64, write_bw: u64, strictl
 /// at (limit - dirty)/8, the line through wb_setpoint with its x-intercept
 /// `span` beyond, the 1/4 floor past 3/4 of the span, and the reserve
 /// area below wb_thresh/2. `nonzero` is the version's divide-by-zero guard
-/// (`| 1` in 6.x, `+ 1` in 3.2).
+/// (`| 1` in 6.x, `+ 1` in 3.2); `scale` keeps the last scale factor.
 pub fn wb_line(
     mut pos_ratio: u64,
     dtc: &Dtc,
@@ -162,10 +189,11 @@ pub fn wb_line(
     setpoint: u64,
     write_bw: u64,
     nonzero: fn(u64) -> u64,
+    scale: &mut LineScale,
 ) -> u64 {
     let mut wb_thresh = dtc.wb_thresh.min(dtc.thresh);
     wb_thresh = wb_thresh.max((limit - dtc.dirty) / 8);
-    let x = (wb_thresh << 16) / nonzero(dtc.thresh);
+    let x = scale.x(wb_thresh, nonzero(dtc.thresh));
     let wb_setpoint = (setpoint * x) >> 16;
     let span = (((dtc.thresh - wb_thresh + 8 * write_bw) as u128 * x as u128) >> 16) as u64;
     let x_intercept = wb_setpoint + span;
@@ -550,13 +578,17 @@ impl Kernel {
         r
     }
 
-    /// `wb_dirty_limits`.
+    /// `wb_dirty_limits`. `wb_bg_thresh` is only read under strictlimit
+    /// (the wb's own freerun ceiling and setpoint), so it is only worked
+    /// out there (a division per call); it stays 0 otherwise.
     #[inline]
     fn wb_dirty_limits(&mut self, wb: WbId, dtc: &mut Dtc) {
         dtc.wb_thresh = self.wb_calc_thresh(wb, dtc.thresh);
-        dtc.wb_bg_thresh = (dtc.wb_thresh * dtc.bg_thresh)
-            .checked_div(dtc.thresh)
-            .unwrap_or(0);
+        if self.wbs[wb].strictlimit {
+            dtc.wb_bg_thresh = (dtc.wb_thresh * dtc.bg_thresh)
+                .checked_div(dtc.thresh)
+                .unwrap_or(0);
+        }
         let w = &self.wbs[wb];
         dtc.wb_dirty = w.reclaimable + w.writeback;
     }
@@ -840,11 +872,13 @@ impl Kernel {
             self.wb_dirty_limits(wb, &mut g);
         }
         let dirty_exceeded = g.wb_dirty > g.wb_thresh && (g.dirty > g.thresh || strict);
+        let w = &mut self.wbs[wb];
         g.pos_ratio = wb_position_ratio(
             &g,
             self.dom.dirty_limit,
-            self.wbs[wb].avg_write_bandwidth,
+            w.avg_write_bandwidth,
             strict,
+            &mut w.line_scale,
         );
         self.wbs[wb].dirty_exceeded = dirty_exceeded;
         if now > self.wbs[wb].bw_time_stamp + max_pause_jiffies(self.hz()) {
@@ -1121,13 +1155,19 @@ mod tests {
         // wb_setpoint = 44800*65534>>16 = 44798; span = (0 + 8*12800)*65534>>16 = 102396
         // x_intercept = 147194; pos = 1024*(147194-44800)/((147194-44798)|1)
         //   = 104851456/102397 = 1023
-        assert_eq!(wb_position_ratio(&g, 51_200, 12_800, false), 1023);
+        assert_eq!(
+            wb_position_ratio(&g, 51_200, 12_800, false, &mut LineScale::default()),
+            1023
+        );
         // over the limit: 0
         let over = Dtc { dirty: 51_200, ..g };
-        assert_eq!(wb_position_ratio(&over, 51_200, 12_800, false), 0);
+        assert_eq!(
+            wb_position_ratio(&over, 51_200, 12_800, false, &mut LineScale::default()),
+            0
+        );
         // reserve area: wb nearly empty gets boosted 8x
         let empty = Dtc { wb_dirty: 100, ..g };
-        let p = wb_position_ratio(&empty, 51_200, 12_800, false);
+        let p = wb_position_ratio(&empty, 51_200, 12_800, false, &mut LineScale::default());
         assert!(p > 2048, "{p}");
     }
 
@@ -1147,13 +1187,28 @@ mod tests {
         // wb line: setpoint (512+256)/2 = 384, x = ((384-400)<<10)/(128|1)
         //   = -16384/129 = -127; p = -127*-127>>10 = 15; 15*-127>>10 = -2
         //   (floor of -1.86); 1024 - 2 = 1022. min(2048, 1022) = 1022.
-        assert_eq!(wb_position_ratio(&g, 51_200, 12_800, true), 1022);
         assert_eq!(
-            wb_position_ratio(&Dtc { wb_dirty: 512, ..g }, 51_200, 12_800, true),
+            wb_position_ratio(&g, 51_200, 12_800, true, &mut LineScale::default()),
+            1022
+        );
+        assert_eq!(
+            wb_position_ratio(
+                &Dtc { wb_dirty: 512, ..g },
+                51_200,
+                12_800,
+                true,
+                &mut LineScale::default()
+            ),
             0
         );
         assert_eq!(
-            wb_position_ratio(&Dtc { wb_dirty: 4, ..g }, 51_200, 12_800, true),
+            wb_position_ratio(
+                &Dtc { wb_dirty: 4, ..g },
+                51_200,
+                12_800,
+                true,
+                &mut LineScale::default()
+            ),
             2048
         );
     }

@@ -19,7 +19,8 @@ use crate::kernel::{Kernel, Pid, WbId};
 use crate::klib::ilog2;
 use crate::mm::page_writeback::{
     cubic, dirty_freerun_ceiling, dirty_poll_interval, max_pause_jiffies, ratelimit_step,
-    update_dirty_limit, wb_line, write_bandwidth_estimate, Dtc, WriteBw, RATELIMIT_CALC_SHIFT,
+    update_dirty_limit, wb_line, write_bandwidth_estimate, Dtc, LineScale, WriteBw,
+    RATELIMIT_CALC_SHIFT,
 };
 use crate::mm::page_writeback_legacy::ThrottleStep;
 
@@ -30,7 +31,12 @@ pub fn pos_ratio_polynom_v32(setpoint: u64, dirty: u64, limit: u64) -> i64 {
 }
 
 /// `bdi_position_ratio` (3.2).
-pub fn bdi_position_ratio_v32(dtc: &Dtc, global_dirty_limit: u64, write_bw: u64) -> u64 {
+pub fn bdi_position_ratio_v32(
+    dtc: &Dtc,
+    global_dirty_limit: u64,
+    write_bw: u64,
+    scale: &mut LineScale,
+) -> u64 {
     let freerun = dirty_freerun_ceiling(dtc.thresh, dtc.bg_thresh);
     let limit = dtc.thresh.max(global_dirty_limit);
     if dtc.dirty >= limit {
@@ -38,7 +44,7 @@ pub fn bdi_position_ratio_v32(dtc: &Dtc, global_dirty_limit: u64, write_bw: u64)
     }
     let setpoint = (freerun + limit) / 2;
     let pos_ratio = pos_ratio_polynom_v32(setpoint, dtc.dirty, limit).max(0) as u64;
-    wb_line(pos_ratio, dtc, limit, setpoint, write_bw, |d| d + 1)
+    wb_line(pos_ratio, dtc, limit, setpoint, write_bw, |d| d + 1, scale)
 }
 
 /// `bdi_max_pause` (3.2).
@@ -130,8 +136,13 @@ impl Kernel {
                         update_dirty_limit(self.dom.dirty_limit, g.thresh, g.dirty);
                     self.dom.dirty_limit_tstamp = now;
                 }
-                let w = &self.wbs[wb];
-                let pos = bdi_position_ratio_v32(g, self.dom.dirty_limit, w.avg_write_bandwidth);
+                let w = &mut self.wbs[wb];
+                let pos = bdi_position_ratio_v32(
+                    g,
+                    self.dom.dirty_limit,
+                    w.avg_write_bandwidth,
+                    &mut w.line_scale,
+                );
                 let (r, bal, trl, rate) = update_dirty_ratelimit_v32(
                     hz,
                     g,
@@ -215,10 +226,15 @@ impl Kernel {
             self.wbs[wb].dirty_exceeded = true;
         }
         self.bdi_update_bandwidth_v32(wb, pid, Some(&g), start_time);
-        let w = &self.wbs[wb];
+        let w = &mut self.wbs[wb];
         c.max_pause = bdi_max_pause_v32(hz, w.avg_write_bandwidth, w.dirty_ratelimit, g.wb_dirty);
         c.dirty_ratelimit = w.dirty_ratelimit;
-        let pos = bdi_position_ratio_v32(&g, self.dom.dirty_limit, w.avg_write_bandwidth);
+        let pos = bdi_position_ratio_v32(
+            &g,
+            self.dom.dirty_limit,
+            w.avg_write_bandwidth,
+            &mut w.line_scale,
+        );
         c.task_ratelimit =
             ((c.dirty_ratelimit as u128 * pos as u128) >> RATELIMIT_CALC_SHIFT) as u64;
         match (hz * pages_dirtied).checked_div(c.task_ratelimit) {
