@@ -372,10 +372,31 @@ impl Kernel {
             crate::sim::prefetch(t, TASK_HOT_BYTES);
         }
         if let Some(t) = self.q.peek_near(0).and_then(|e| self.task_of(e)) {
-            if let Some(Body::Dd(d)) = &t.body {
-                if let Some(inode) = self.inodes.get(d.ino) {
-                    crate::sim::prefetch(inode, std::mem::size_of::<crate::fs::Inode>());
-                }
+            self.prefetch_file_of(t);
+        }
+    }
+
+    /// Prefetch the lines of task `pid` that its next run touches first.
+    #[inline]
+    pub(crate) fn prefetch_task(&self, pid: Pid) {
+        if let Some(t) = self.tasks.get(pid) {
+            crate::sim::prefetch(t, TASK_HOT_BYTES);
+        }
+    }
+
+    /// Prefetch the inode task `pid` writes, if it is a dd writer.
+    #[inline]
+    pub(crate) fn prefetch_file(&self, pid: Pid) {
+        if let Some(t) = self.tasks.get(pid) {
+            self.prefetch_file_of(t);
+        }
+    }
+
+    #[inline]
+    fn prefetch_file_of(&self, t: &Task) {
+        if let Some(Body::Dd(d)) = &t.body {
+            if let Some(inode) = self.inodes.get(d.ino) {
+                crate::sim::prefetch(inode, std::mem::size_of::<crate::fs::Inode>());
             }
         }
     }

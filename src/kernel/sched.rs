@@ -113,7 +113,11 @@ impl Kernel {
     /// Take the next task to run off the queue.
     fn rq_pop(&mut self) -> Option<Pid> {
         if !self.eevdf() {
-            return self.runqueue.pop_front();
+            let next = self.runqueue.pop_front();
+            if let Some(&after) = self.runqueue.front() {
+                self.prefetch_task(after);
+            }
+            return next;
         }
         let (v, _) = self.avg_vruntime();
         let p = self.pick_queued(v)?;
@@ -178,6 +182,7 @@ impl Kernel {
                 if woken {
                     self.check_preempt_wakeup(last, pid);
                 }
+                self.prefetch_file(pid);
             }
         }
     }
