@@ -105,9 +105,6 @@ pub struct Task {
     /// preemption is not carried out, only flagged for cond_resched()
     /// callers such as the flusher).
     pub need_resched: bool,
-    /// EEVDF: the task went to sleep with negative lag and keeps its
-    /// vruntime until the queue's average passes it (DELAY_DEQUEUE).
-    pub delayed: bool,
     pub gen: u32,
     pub cpu: usize,
     /// CPU time still owed to the current burst, and its user share.
@@ -138,6 +135,9 @@ pub struct Task {
     pub deadline: u64,
     pub vprot: u64,
     pub vlag: i64,
+    /// EEVDF: the task went to sleep with negative lag and keeps its
+    /// vruntime until the queue's average passes it (DELAY_DEQUEUE).
+    pub delayed: bool,
     pub pid: u32,
     pub comm: String,
     /// Files created (fs_mark).
@@ -177,6 +177,8 @@ pub struct Kernel {
     pub tasks: Vec<Task>,
     pub cpus: Vec<Cpu>,
     pub runqueue: VecDeque<Pid>,
+    /// `machine.sched` is `eevdf`.
+    pub sched_eevdf: bool,
     /// EEVDF: the queued (runnable, not running) tasks by vruntime.
     pub rq_tree: std::collections::BTreeSet<(u64, Pid)>,
     /// EEVDF: the same tasks by virtual deadline.
@@ -236,6 +238,7 @@ impl Kernel {
             tasks: Vec::new(),
             cpus: (0..ncpu).map(|_| Cpu::default()).collect(),
             runqueue: VecDeque::new(),
+            sched_eevdf: sc.machine.sched == crate::scenario::SchedPolicy::Eevdf,
             rq_tree: Default::default(),
             rq_dl: Default::default(),
             rq_vsum: 0,

@@ -35,7 +35,6 @@
 //! /proc/PID/status.
 
 use super::{Action, Ev, Kernel, Pid, RunState};
-use crate::scenario::SchedPolicy;
 use crate::sim::Ns;
 
 #[derive(Default, Clone, Debug)]
@@ -56,8 +55,9 @@ pub struct Cpu {
 }
 
 impl Kernel {
+    #[inline]
     fn eevdf(&self) -> bool {
-        self.sc.machine.sched == SchedPolicy::Eevdf
+        self.sched_eevdf
     }
 
     /// The running task's vruntime now.
@@ -236,8 +236,10 @@ impl Kernel {
     /// back to sleep at once, leaving the CPU free.
     fn dispatch(&mut self, cpu: usize, pid: Pid) -> bool {
         self.cpus[cpu].resched = false;
-        // set_protect_slice: protected up to the deadline it has now
-        self.tasks[pid].vprot = self.tasks[pid].deadline;
+        if self.eevdf() {
+            // set_protect_slice: protected up to the deadline it has now
+            self.tasks[pid].vprot = self.tasks[pid].deadline;
+        }
         if self.tasks[pid].woken {
             // A woken task's logic continues as soon as it is on a CPU; the
             // wakeup cost is added to the burst it asks for.
@@ -257,9 +259,9 @@ impl Kernel {
                 other => {
                     // Straight back to sleep: charge the wakeup, free the CPU.
                     self.tasks[pid].stime += w;
-                    self.tasks[pid].vruntime += w;
                     self.cpus[cpu].busy_ns += w;
                     if self.eevdf() {
+                        self.tasks[pid].vruntime += w;
                         self.save_lag(pid);
                     }
                     self.cpus[cpu].cur = None;
@@ -315,7 +317,9 @@ impl Kernel {
         t.utime += user;
         t.stime += ran - user;
         t.burst_left -= ran;
-        t.vruntime += ran;
+        if self.sched_eevdf {
+            t.vruntime += ran;
+        }
     }
 
     /// Should the task on `cpu`, which still wants the CPU, make way for a
