@@ -18,15 +18,17 @@
 //!     (DELAY_DEQUEUE with DELAY_ZERO). Delayed sleepers are not counted
 //!     in V here, a simplification;
 //!   - the running task is protected until its vruntime reaches the
-//!     deadline it had when picked (RUN_TO_PARITY). At the first tick
-//!     after that (`update_deadline` runs from the tick) it gets a new
-//!     deadline and is preempted if the pick prefers a queued task;
+//!     deadline it had when picked (RUN_TO_PARITY). Once past it, it gets
+//!     a new deadline (`update_deadline`) and is preempted if the pick
+//!     prefers a queued task;
 //!   - a wakeup preempts the running task when that task is not protected
 //!     (or no longer eligible) and the woken one is the pick
-//!     (`check_preempt_wakeup_fair`). Under PREEMPT_NONE (the rig's
-//!     kernel) the resched takes effect where the task next checks for it:
-//!     at the end of its CPU burst, or at the next tick inside a long one
-//!     (`cond_resched()` in the copy and writeback loops);
+//!     (`check_preempt_wakeup_fair`);
+//!   - under PREEMPT_NONE (the rig's 6.18 kernel) a resched only takes
+//!     effect where the task checks for it: at the end of its CPU burst (a
+//!     return to user space), or at the flusher's `cond_resched()`. Neither
+//!     the tick nor a wakeup cuts a burst short (a 1 MiB write's copy runs
+//!     to its end);
 //! - `fifo`: one FIFO queue and round-robin slices of
 //!   `machine.cost.sched_slice`, the model before EEVDF was added.
 //!
@@ -41,8 +43,6 @@ use crate::sim::Ns;
 pub struct Cpu {
     pub cur: Option<Pid>,
     pub gen: u32,
-    /// Length of the running slice event.
-    pub slice: Ns,
     /// When the current task got this CPU (its slice counts from here,
     /// across consecutive bursts).
     pub since: Ns,
@@ -55,11 +55,6 @@ pub struct Cpu {
 }
 
 impl Kernel {
-    #[inline]
-    fn eevdf(&self) -> bool {
-        self.sched_eevdf
-    }
-
     /// The running task's vruntime now.
     fn cur_vruntime(&self, cpu: usize, pid: Pid) -> u64 {
         self.tasks[pid].vruntime + (self.q.now() - self.cpus[cpu].seg_start)
@@ -83,7 +78,7 @@ impl Kernel {
     }
 
     fn rq_enqueue(&mut self, pid: Pid) {
-        if self.eevdf() {
+        if self.sched_eevdf {
             let v = self.tasks[pid].vruntime;
             self.rq_tree.insert((v, pid));
             self.rq_dl.insert((self.tasks[pid].deadline, pid));
@@ -112,7 +107,7 @@ impl Kernel {
 
     /// Take the next task to run off the queue.
     fn rq_pop(&mut self) -> Option<Pid> {
-        if !self.eevdf() {
+        if !self.sched_eevdf {
             let next = self.runqueue.pop_front();
             if let Some(&after) = self.runqueue.front() {
                 self.prefetch_task(after);
@@ -147,7 +142,7 @@ impl Kernel {
     /// `update_entity_lag` as the task leaves the run queue to sleep.
     fn save_lag(&mut self, pid: Pid) {
         let (v, _) = self.avg_vruntime();
-        let tick = self.jif.start_of(self.jif.base + 1);
+        let tick = self.jif.start_of(self.jif.base + 1); // TICK_NSEC
         let limit = (2 * self.vslice).max(tick) as i64;
         let t = &mut self.tasks[pid];
         let lag = (v as i64 - t.vruntime as i64).clamp(-limit, limit);
@@ -163,7 +158,7 @@ impl Kernel {
         t.burst_user_left = user;
         t.state = RunState::Runnable;
         let woken = t.woken;
-        if self.eevdf() && woken {
+        if self.sched_eevdf && woken {
             self.place_entity(pid);
         }
         // prefer the CPU the task last ran on (cache affinity), else any idle
@@ -193,7 +188,7 @@ impl Kernel {
         let Some(cur) = self.cpus[cpu].cur else {
             return;
         };
-        if !self.eevdf() {
+        if !self.sched_eevdf {
             // FIFO: only flag it, for cond_resched() callers
             self.tasks[cur].need_resched = true;
             return;
@@ -226,7 +221,7 @@ impl Kernel {
     /// Reading it clears the flag (the caller reschedules).
     pub fn need_resched(&mut self, pid: Pid) -> bool {
         let cpu = self.tasks[pid].cpu;
-        let expired = !self.eevdf()
+        let expired = !self.sched_eevdf
             && !self.runqueue.is_empty()
             && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice;
         std::mem::take(&mut self.tasks[pid].need_resched) || expired
@@ -236,7 +231,7 @@ impl Kernel {
     /// back to sleep at once, leaving the CPU free.
     fn dispatch(&mut self, cpu: usize, pid: Pid) -> bool {
         self.cpus[cpu].resched = false;
-        if self.eevdf() {
+        if self.sched_eevdf {
             // set_protect_slice: protected up to the deadline it has now
             self.tasks[pid].vprot = self.tasks[pid].deadline;
         }
@@ -260,7 +255,7 @@ impl Kernel {
                     // Straight back to sleep: charge the wakeup, free the CPU.
                     self.tasks[pid].stime += w;
                     self.cpus[cpu].busy_ns += w;
-                    if self.eevdf() {
+                    if self.sched_eevdf {
                         self.tasks[pid].vruntime += w;
                         self.save_lag(pid);
                     }
@@ -278,7 +273,7 @@ impl Kernel {
     /// Run `pid`'s current burst on `cpu` until it ends or its slice is used up.
     fn run_burst(&mut self, cpu: usize, pid: Pid) {
         let now = self.q.now();
-        let slice = if self.eevdf() {
+        let slice = if self.sched_eevdf {
             // PREEMPT_NONE: kernel work runs to its end (the tick only
             // flags a resched, `update_deadline`)
             self.tasks[pid].burst_left.max(1)
@@ -290,7 +285,6 @@ impl Kernel {
         let c = &mut self.cpus[cpu];
         c.cur = Some(pid);
         c.gen += 1;
-        c.slice = slice;
         c.seg_start = now;
         let gen = c.gen;
         let t = &mut self.tasks[pid];
@@ -325,7 +319,7 @@ impl Kernel {
     /// Should the task on `cpu`, which still wants the CPU, make way for a
     /// queued one now?
     fn should_preempt(&mut self, cpu: usize, pid: Pid) -> bool {
-        if !self.eevdf() {
+        if !self.sched_eevdf {
             return !self.runqueue.is_empty()
                 && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice;
         }
@@ -391,7 +385,7 @@ impl Kernel {
         if self.should_preempt(cpu, pid) {
             self.preempt(cpu, pid);
         } else {
-            if !self.eevdf()
+            if !self.sched_eevdf
                 && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice
             {
                 self.cpus[cpu].since = self.q.now(); // a new slice, nobody waiting
@@ -412,7 +406,7 @@ impl Kernel {
                 self.continue_or_preempt(cpu, pid);
             }
             other => {
-                if self.eevdf() {
+                if self.sched_eevdf {
                     self.save_lag(pid);
                 }
                 self.finish_burst(pid, other);

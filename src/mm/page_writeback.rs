@@ -914,6 +914,8 @@ impl Kernel {
         };
 
         let (period, mut pause): (i64, i64);
+        // a pause too short to take: the task goes on writing
+        let mut short = false;
         if task_ratelimit == 0 {
             period = max_pause as i64;
             pause = max_pause as i64;
@@ -925,33 +927,8 @@ impl Kernel {
                 pause -= now as i64 - t.dirty_paused_when as i64;
             }
             if pause < min_pause {
-                if self.tracer.on.balance_dirty_pages {
-                    self.trace_bdp(
-                        pid,
-                        wb,
-                        &g,
-                        dirty_ratelimit,
-                        task_ratelimit,
-                        pages_dirtied,
-                        period,
-                        pause.min(0),
-                        start_time,
-                        true,
-                    );
-                }
-                let t = &mut self.tasks[pid];
-                if pause < -hz {
-                    t.dirty_paused_when = now;
-                    t.nr_dirtied = 0;
-                } else if period != 0 {
-                    t.dirty_paused_when += period as u64;
-                    t.nr_dirtied = 0;
-                } else if t.nr_dirtied_pause <= pages_dirtied {
-                    t.nr_dirtied_pause += pages_dirtied;
-                }
-                return None;
-            }
-            if pause > max_pause as i64 {
+                short = true;
+            } else if pause > max_pause as i64 {
                 now += (pause - max_pause as i64).min(max_pause as i64) as u64;
                 pause = max_pause as i64;
             }
@@ -965,10 +942,23 @@ impl Kernel {
                 task_ratelimit,
                 pages_dirtied,
                 period,
-                pause,
+                if short { pause.min(0) } else { pause },
                 start_time,
                 true,
             );
+        }
+        if short {
+            let t = &mut self.tasks[pid];
+            if pause < -hz {
+                t.dirty_paused_when = now;
+                t.nr_dirtied = 0;
+            } else if period != 0 {
+                t.dirty_paused_when += period as u64;
+                t.nr_dirtied = 0;
+            } else if t.nr_dirtied_pause <= pages_dirtied {
+                t.nr_dirtied_pause += pages_dirtied;
+            }
+            return None;
         }
         self.wbs[wb].dirty_sleep = now;
         let call = BdpCall {

@@ -30,7 +30,6 @@ enum Stage {
 #[derive(Clone, Copy, Debug)]
 pub struct DdWriter {
     pub ino: InodeId,
-    pub sb: u32,
     /// The superblock's wb (fixed once the filesystems are set up).
     pub wb: u32,
     pub bs_pages: u64,
@@ -48,7 +47,6 @@ impl DdWriter {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         ino: InodeId,
-        sb: usize,
         wb: usize,
         bs: u64,
         size: Option<u64>,
@@ -59,7 +57,6 @@ impl DdWriter {
         let bs_pages = bs.div_ceil(page_size).max(1);
         DdWriter {
             ino,
-            sb: sb as u32,
             wb: wb as u32,
             bs_pages,
             unit_pages: bs_pages.min(max_folio_pages).max(1),

@@ -49,7 +49,6 @@ impl Kernel {
                         let end_time = job.runtime.map(|r| job.start + r);
                         let w = dd::DdWriter::new(
                             ino,
-                            sb,
                             self.sbs[sb].wb,
                             bs,
                             size,
