@@ -99,18 +99,35 @@ mod tests {
     use crate::scenario::Scenario;
 
     fn run(backing: &str) -> Kernel {
+        run_with(backing, 1, "", 10).0
+    }
+
+    /// `numjobs` dd at bs=1M over a loop device for `secs` s (`machine`
+    /// adds lines to the [machine] table). Also returns the longest time a
+    /// request waited in the worker's queue over the second half of the
+    /// run (ms).
+    fn run_with(backing: &str, numjobs: u32, machine: &str, secs: u64) -> (Kernel, f64) {
         let toml = format!(
-            "[machine]\ncpus = 2\nhost_backed_free = \"40M\"\n\
+            "[machine]\ncpus = 2\nhost_backed_free = \"40M\"\n{machine}\
              [machine.cost]\ncopy_per_kib = \"100ns\"\npage_cache_insert = \"1us\"\nhost_fault = \"15us\"\n\
              [vm]\ndirty_bytes = \"200M\"\ndirty_background_bytes = \"100M\"\n\
              [devices.loop0]\ntype = \"throttled\"\nwrite_bps = \"50MiB/s\"\nbacking = \"{backing}\"\n\
              [filesystems.f]\ndevice = \"loop0\"\nmetadata = false\n\
-             [jobs.dd]\nnumjobs = 1\nbs = \"1M\"\n[run]\nduration = \"10s\"\nwarmup = \"0s\"\n"
+             [jobs.dd]\nnumjobs = {numjobs}\nbs = \"1M\"\n[run]\nduration = \"{secs}s\"\nwarmup = \"0s\"\n"
         );
         let sc = Scenario::load_str(&toml, "t.toml", "t", &[]).unwrap();
         let mut k = Kernel::new(sc, crate::trace::Tracer::disabled());
-        k.run(|_, _| {});
-        k
+        let half = secs * 1_000_000_000 / 2;
+        let mut wait = 0;
+        while k.step() {
+            let now = k.now();
+            if let Some((_, at)) = k.devs[0].lo.as_ref().and_then(|l| l.queue.front()) {
+                if now >= half {
+                    wait = wait.max(now - at);
+                }
+            }
+        }
+        (k, wait as f64 / 1e6)
     }
 
     #[test]
@@ -137,5 +154,30 @@ mod tests {
         let k0 = run("none");
         assert_eq!(k.vm.nr_anon_pages - k0.vm.nr_anon_pages, pages);
         assert!(k0.devs[0].lo.is_none());
+    }
+
+    #[test]
+    fn under_autogroup_the_worker_is_not_starved_by_the_writers() {
+        // 100 dd keep both CPUs busy while they dirty. In one run queue with
+        // them (kernel.sched_autogroup_enabled=0) the worker gets 1/101 of
+        // the CPU and its requests wait; with the writers in their session's
+        // autogroup it competes with the group as a whole and gets its
+        // 1280 pages per 100 ms blk-throttle slice written at once. The
+        // rig's kernel showed the same: 227-384 pages completed during a
+        // rise of the sawtooth with autogroup off, 3584-3896 with it on.
+        let (flat, w0) = run_with("tmpfs", 100, "sched = \"eevdf\"\n", 20);
+        let (ag, w1) = run_with("tmpfs", 100, "sched = \"eevdf\"\nautogroup = 1\n", 20);
+        // A slice's 5 requests take ~21 ms of the worker's CPU: with twice
+        // the weight of the group's entity on its CPU, the last of them
+        // waits some 30 ms (measured: 38 ms against 113 ms flat).
+        assert!(
+            w1 < 50.0 && w1 * 2.0 < w0,
+            "longest wait: flat {w0:.1} ms, autogroup {w1:.1} ms"
+        );
+        // the worker keeps up either way over the run: 50 MiB/s
+        for k in [&flat, &ag] {
+            let mib = k.devs[0].stat.write_sectors as f64 / 2048.0 / 20.0;
+            assert!((mib - 50.0).abs() < 2.5, "{mib:.1} MiB/s");
+        }
     }
 }

@@ -98,6 +98,9 @@ pub enum RunState {
 #[repr(C, align(64))]
 pub struct Task {
     pub state: RunState,
+    /// A kernel thread (no job): in the root task group, outside the
+    /// workload's autogroup.
+    pub kthread: bool,
     /// Woken: the task's logic runs when it gets a CPU, and the wakeup cost
     /// is added to the burst it asks for.
     pub woken: bool,
@@ -187,6 +190,14 @@ pub struct Kernel {
     pub rq_vsum: u128,
     /// EEVDF's slice: the base slice scaled by 1 + ilog2(min(cpus, 8)).
     pub vslice: Ns,
+    /// `machine.autogroup`: the workload's tasks share one task group
+    /// (their session's autogroup) and kernel threads sit in the root
+    /// group beside it.
+    pub autogroup: bool,
+    /// Autogroup: the root group's queued kernel threads, in wakeup order.
+    pub kq: VecDeque<Pid>,
+    /// Autogroup: the workload's runnable tasks (queued and running).
+    pub group_nr_running: u32,
     pub tracer: Tracer,
     pub rec: Recorder,
     /// Per-job fs_mark state (empty entries for other jobs).
@@ -242,6 +253,9 @@ impl Kernel {
             rq_tree: Default::default(),
             rq_dl: Default::default(),
             rq_vsum: 0,
+            autogroup: sc.machine.autogroup,
+            kq: VecDeque::new(),
+            group_nr_running: 0,
             vslice: sc.machine.sched_base_slice
                 * (1 + crate::klib::ilog2(sc.machine.cpus.min(8) as u64)),
             tracer,
@@ -275,6 +289,7 @@ impl Kernel {
             comm,
             body: Some(body),
             state: RunState::Sleeping,
+            kthread: job.is_none(),
             cpu,
             gen: 0,
             burst_left: 0,

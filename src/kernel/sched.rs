@@ -32,6 +32,17 @@
 //! - `fifo`: one FIFO queue and round-robin slices of
 //!   `machine.cost.sched_slice`, the model before EEVDF was added.
 //!
+//! With `machine.autogroup` (kernel/sched/autogroup.c) the workload's tasks
+//! form one task group and kernel threads sit in the root run queue beside
+//! it. Each CPU's root queue holds the group's entity there, whose weight
+//! is its share of the group's 1024 (`calc_group_shares`, spread evenly
+//! over the CPUs the group's runnable tasks occupy), and the kernel threads
+//! queued on that CPU, each at nice 0. Of two entities the eligible one is
+//! the one with the smaller vruntime, and that decides the pick at a burst
+//! end (`pick_next_entity` on the root, then in the group by the policy).
+//! A woken kernel thread is placed level with the group's entity; a CPU
+//! that would go idle pulls a thread queued on another.
+//!
 //! A task that blocks counts a voluntary context switch; a task taken off
 //! the CPU while it still wants it counts an involuntary one, as in
 //! /proc/PID/status.
@@ -52,6 +63,9 @@ pub struct Cpu {
     /// set by a wakeup or the tick).
     pub resched: bool,
     pub busy_ns: Ns,
+    /// Autogroup: the vruntime of the workload group's entity in this
+    /// CPU's root run queue.
+    pub gvr: u64,
 }
 
 impl Kernel {
@@ -66,7 +80,7 @@ impl Kernel {
         let mut sum = self.rq_vsum;
         let mut n = self.rq_tree.len() as u64;
         for (c, cpu) in self.cpus.iter().enumerate() {
-            if let Some(p) = cpu.cur {
+            if let Some(p) = cpu.cur.filter(|&p| !self.root_task(p)) {
                 sum += self.cur_vruntime(c, p) as u128;
                 n += 1;
             }
@@ -78,7 +92,9 @@ impl Kernel {
     }
 
     fn rq_enqueue(&mut self, pid: Pid) {
-        if self.sched_eevdf {
+        if self.root_task(pid) {
+            self.kq.push_back(pid);
+        } else if self.sched_eevdf {
             let v = self.tasks[pid].vruntime;
             self.rq_tree.insert((v, pid));
             self.rq_dl.insert((self.tasks[pid].deadline, pid));
@@ -150,6 +166,121 @@ impl Kernel {
         t.delayed = lag < 0;
     }
 
+    /// Autogroup: is `pid` in the root task group (a kernel thread)?
+    fn root_task(&self, pid: Pid) -> bool {
+        self.autogroup && self.tasks[pid].kthread
+    }
+
+    /// NICE_0_LOAD over the weight of the group's entity on one CPU. The
+    /// group's shares (1024) are split between the CPUs in proportion to
+    /// its load there (`calc_group_shares`); its runnable tasks spread over
+    /// min(tasks, CPUs) of them.
+    fn group_scale(&self) -> u64 {
+        (self.group_nr_running as u64).clamp(1, self.cpus.len() as u64)
+    }
+
+    /// The lag the root queue lets an entity keep, in its own virtual time:
+    /// max(2 slices, a tick), scaled by NICE_0_LOAD / weight
+    /// (`update_entity_lag`).
+    fn root_lag_limit(&self) -> u64 {
+        let tick = self.jif.start_of(self.jif.base + 1);
+        (2 * self.vslice).max(tick)
+    }
+
+    /// `place_entity` for a kernel thread waking in the root queue of its
+    /// CPU: level with the group's entity. It slept long enough for any
+    /// negative lag to be spent (DELAY_ZERO), and a kernel thread that
+    /// sleeps after each item has no positive lag to keep.
+    fn place_kthread(&mut self, pid: Pid) {
+        let cpu = self.tasks[pid].cpu;
+        self.tasks[pid].vruntime = self.cpus[cpu].gvr;
+    }
+
+    /// A kernel thread moves to `cpu`'s root queue: its vruntime keeps its
+    /// distance to the group's entity (the lag is what migrates).
+    fn migrate_kthread(&mut self, cpu: usize, pid: Pid) {
+        let from = self.tasks[pid].cpu;
+        if from != cpu {
+            let t = &mut self.tasks[pid];
+            let v = t.vruntime as i128 + self.cpus[cpu].gvr as i128 - self.cpus[from].gvr as i128;
+            t.vruntime = v.max(0) as u64;
+            t.cpu = cpu;
+        }
+    }
+
+    /// The pick in `cpu`'s root queue between the queued kernel thread `k`
+    /// and the workload group's entity: of two entities, the eligible one
+    /// is the one with the smaller vruntime (the average lies between
+    /// them). Either side's lead is first cut to the lag limit, as the
+    /// kernel clamps an entity's lag when it leaves and rejoins the queue.
+    fn root_prefers_kthread(&mut self, cpu: usize, k: Pid) -> bool {
+        self.migrate_kthread(cpu, k);
+        let limit = self.root_lag_limit();
+        let g_limit = limit * self.group_scale();
+        let c = &mut self.cpus[cpu];
+        let t = &mut self.tasks[k];
+        c.gvr = c.gvr.max(t.vruntime.saturating_sub(g_limit));
+        t.vruntime = t.vruntime.max(c.gvr.saturating_sub(limit));
+        t.vruntime <= c.gvr
+    }
+
+    /// Should the kernel thread running on `cpu` give the CPU up at its
+    /// next `cond_resched()`? When it has run ahead of the waiting group's
+    /// entity, or a slice ahead of a queued kernel thread.
+    fn root_should_yield(&mut self, cpu: usize, pid: Pid) -> bool {
+        let vk = self.cur_vruntime(cpu, pid);
+        if self.group_waiting() && vk > self.cpus[cpu].gvr {
+            return true;
+        }
+        let Some(i) = self.kq_best(cpu, false) else {
+            return false;
+        };
+        let o = &self.tasks[self.kq[i]];
+        let other = o.vruntime as i128 + self.cpus[cpu].gvr as i128 - self.cpus[o.cpu].gvr as i128;
+        (vk as i128) > other + self.vslice as i128
+    }
+
+    /// The next task for a free `cpu`: under autogroup the root queue picks
+    /// between its kernel threads and the group, which picks among its own
+    /// tasks by the policy.
+    fn pick_next(&mut self, cpu: usize) -> Option<Pid> {
+        if self.autogroup {
+            let pull = !self.group_waiting();
+            if let Some(i) = self.kq_best(cpu, pull) {
+                let k = self.kq[i];
+                if pull || self.root_prefers_kthread(cpu, k) {
+                    return self.kq.remove(i);
+                }
+            }
+        }
+        self.rq_pop()
+    }
+
+    /// Does the workload group have a task waiting for a CPU?
+    fn group_waiting(&self) -> bool {
+        if self.sched_eevdf {
+            !self.rq_tree.is_empty()
+        } else {
+            !self.runqueue.is_empty()
+        }
+    }
+
+    /// The kernel thread `cpu`'s root queue would pick: the one furthest
+    /// behind (least vruntime, ties to the earliest queued) of those queued
+    /// on `cpu`, or, with `pull` (the CPU would otherwise go idle and pulls
+    /// work, `newidle_balance`), of all of them. The queue is a handful of
+    /// threads at most.
+    fn kq_best(&self, cpu: usize, pull: bool) -> Option<usize> {
+        let g = self.cpus[cpu].gvr as i128;
+        let key = |p: Pid| {
+            let t = &self.tasks[p];
+            t.vruntime as i128 + g - self.cpus[t.cpu].gvr as i128
+        };
+        (0..self.kq.len())
+            .filter(|&i| pull || self.tasks[self.kq[i]].cpu == cpu)
+            .min_by_key(|&i| (key(self.kq[i]), i))
+    }
+
     /// Ask for `user + sys` ns of CPU for `pid`; the task's `step` runs when
     /// the burst is done.
     fn cpu_request(&mut self, pid: Pid, user: Ns, sys: Ns) {
@@ -158,7 +289,9 @@ impl Kernel {
         t.burst_user_left = user;
         t.state = RunState::Runnable;
         let woken = t.woken;
-        if self.sched_eevdf && woken {
+        if woken && self.root_task(pid) {
+            self.place_kthread(pid);
+        } else if self.sched_eevdf && woken {
             self.place_entity(pid);
         }
         // prefer the CPU the task last ran on (cache affinity), else any idle
@@ -188,6 +321,16 @@ impl Kernel {
         let Some(cur) = self.cpus[cpu].cur else {
             return;
         };
+        if self.autogroup && (self.tasks[pid].kthread || self.tasks[cur].kthread) {
+            // the root run queue: a woken kernel thread is placed level
+            // with the group and wins the next pick; a woken group task
+            // wins it from a kernel thread that is ahead of the group.
+            // Either way the running task only sees the flag (PREEMPT_NONE).
+            if self.tasks[pid].kthread || self.cur_vruntime(cpu, cur) > self.cpus[cpu].gvr {
+                self.tasks[cur].need_resched = true;
+            }
+            return;
+        }
         if !self.sched_eevdf {
             // FIFO: only flag it, for cond_resched() callers
             self.tasks[cur].need_resched = true;
@@ -221,6 +364,10 @@ impl Kernel {
     /// Reading it clears the flag (the caller reschedules).
     pub fn need_resched(&mut self, pid: Pid) -> bool {
         let cpu = self.tasks[pid].cpu;
+        if self.root_task(pid) {
+            let flagged = std::mem::take(&mut self.tasks[pid].need_resched);
+            return flagged || self.root_should_yield(cpu, pid);
+        }
         let expired = !self.sched_eevdf
             && !self.runqueue.is_empty()
             && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice;
@@ -231,6 +378,9 @@ impl Kernel {
     /// back to sleep at once, leaving the CPU free.
     fn dispatch(&mut self, cpu: usize, pid: Pid) -> bool {
         self.cpus[cpu].resched = false;
+        if self.root_task(pid) {
+            self.migrate_kthread(cpu, pid);
+        }
         if self.sched_eevdf {
             // set_protect_slice: protected up to the deadline it has now
             self.tasks[pid].vprot = self.tasks[pid].deadline;
@@ -255,8 +405,8 @@ impl Kernel {
                     // Straight back to sleep: charge the wakeup, free the CPU.
                     self.tasks[pid].stime += w;
                     self.cpus[cpu].busy_ns += w;
-                    if self.sched_eevdf {
-                        self.tasks[pid].vruntime += w;
+                    self.charge_vruntime(cpu, pid, w);
+                    if self.sched_eevdf && !self.root_task(pid) {
                         self.save_lag(pid);
                     }
                     self.cpus[cpu].cur = None;
@@ -311,8 +461,24 @@ impl Kernel {
         t.utime += user;
         t.stime += ran - user;
         t.burst_left -= ran;
+        self.charge_vruntime(cpu, pid, ran);
+    }
+
+    /// Advance the vruntimes `ran` ns of CPU moves: the task's own (EEVDF,
+    /// or a kernel thread in the root queue) and, for a task of the
+    /// autogroup, the group entity's on this CPU.
+    #[inline]
+    fn charge_vruntime(&mut self, cpu: usize, pid: Pid, ran: Ns) {
+        if self.autogroup {
+            if self.tasks[pid].kthread {
+                self.tasks[pid].vruntime += ran;
+                return;
+            }
+            let scale = self.group_scale();
+            self.cpus[cpu].gvr += ran * scale;
+        }
         if self.sched_eevdf {
-            t.vruntime += ran;
+            self.tasks[pid].vruntime += ran;
         }
     }
 
@@ -351,13 +517,17 @@ impl Kernel {
         self.tasks[pid].need_resched = false; // schedule() clears it
         self.tasks[pid].state = RunState::Runnable;
         self.cpus[cpu].cur = None;
-        self.rq_enqueue(pid);
+        if self.root_task(pid) {
+            self.kq.push_front(pid);
+        } else {
+            self.rq_enqueue(pid);
+        }
         self.schedule_next(cpu);
     }
 
     fn schedule_next(&mut self, cpu: usize) {
         self.cpus[cpu].cur = None;
-        while let Some(next) = self.rq_pop() {
+        while let Some(next) = self.pick_next(cpu) {
             if self.dispatch(cpu, next) {
                 break;
             }
@@ -373,7 +543,7 @@ impl Kernel {
         };
         self.account(cpu, pid);
         if self.tasks[pid].burst_left > 0 {
-            self.continue_or_preempt(cpu, pid);
+            self.continue_or_preempt(cpu, pid, false);
             return;
         }
         // The burst is done: the task's logic continues on this CPU.
@@ -381,8 +551,25 @@ impl Kernel {
         self.apply_action(pid, cpu, action);
     }
 
-    fn continue_or_preempt(&mut self, cpu: usize, pid: Pid) {
-        if self.should_preempt(cpu, pid) {
+    /// The running task wants more CPU, `at_boundary` when it has come to
+    /// the end of a burst (a return to user space, a kernel thread's next
+    /// work item): the only points where the root queue can take the CPU
+    /// from it under PREEMPT_NONE.
+    fn continue_or_preempt(&mut self, cpu: usize, pid: Pid, at_boundary: bool) {
+        let preempt = if !self.autogroup {
+            self.should_preempt(cpu, pid)
+        } else if self.tasks[pid].kthread {
+            at_boundary && {
+                self.tasks[pid].need_resched = false;
+                self.root_should_yield(cpu, pid)
+            }
+        } else {
+            let waiting = self.kq_best(cpu, false).map(|i| self.kq[i]);
+            let kthread_first =
+                at_boundary && waiting.is_some_and(|k| self.root_prefers_kthread(cpu, k));
+            kthread_first || self.should_preempt(cpu, pid)
+        };
+        if preempt {
             self.preempt(cpu, pid);
         } else {
             if !self.sched_eevdf
@@ -403,10 +590,10 @@ impl Kernel {
                 t.burst_user_left = user;
                 // Continue on the same CPU unless the slice is used up and
                 // others wait.
-                self.continue_or_preempt(cpu, pid);
+                self.continue_or_preempt(cpu, pid, true);
             }
             other => {
-                if self.sched_eevdf {
+                if self.sched_eevdf && !self.root_task(pid) {
                     self.save_lag(pid);
                 }
                 self.finish_burst(pid, other);
@@ -432,6 +619,9 @@ impl Kernel {
     }
 
     fn set_sleep_state(&mut self, pid: Pid, action: Action) {
+        if self.autogroup && !self.tasks[pid].kthread {
+            self.group_nr_running -= 1;
+        }
         let t = &mut self.tasks[pid];
         t.need_resched = false; // schedule() clears TIF_NEED_RESCHED
         match action {
@@ -468,6 +658,9 @@ impl Kernel {
         }
         self.tasks[pid].gen = self.tasks[pid].gen.wrapping_add(1);
         self.tasks[pid].woken = true;
+        if self.autogroup && !self.tasks[pid].kthread {
+            self.group_nr_running += 1;
+        }
         self.cpu_request(pid, 0, 0);
     }
 
@@ -528,6 +721,21 @@ mod tests {
         );
         let sc = Scenario::load_str(&toml, "t.toml", "t", &[]).unwrap();
         Kernel::new(sc, crate::trace::Tracer::disabled())
+    }
+
+    /// A 2-CPU machine with kernel.sched_autogroup_enabled=1.
+    fn autogroup(sched: &str) -> Kernel {
+        let mut k = machine(2, sched);
+        k.autogroup = true;
+        k
+    }
+
+    /// A task of the workload (in the autogroup), runnable and queued.
+    fn group_task(k: &mut Kernel) -> Pid {
+        let p = k.new_task("dd".into(), Body::Kworker, Some(0));
+        k.group_nr_running += 1;
+        k.rq_enqueue(p);
+        p
     }
 
     /// A queued task with the given vruntime and deadline (ns).
@@ -610,5 +818,87 @@ mod tests {
         k.save_lag(p);
         assert_eq!(k.tasks[p].vlag, -1_000_000);
         assert!(k.tasks[p].delayed);
+    }
+
+    #[test]
+    fn a_woken_kernel_thread_is_placed_level_with_the_group_and_wins_the_pick() {
+        for sched in ["fifo", "eevdf"] {
+            let mut k = autogroup(sched);
+            k.cpus[0].gvr = 5_000_000;
+            k.cpus[1].gvr = 9_000_000;
+            let g = group_task(&mut k);
+            let w = k.new_task("kworker/u4:0".into(), Body::Kworker, None);
+            assert!(k.tasks[w].kthread && !k.tasks[g].kthread);
+            k.tasks[w].cpu = 0;
+            k.tasks[w].vruntime = 1;
+            k.place_kthread(w);
+            assert_eq!(k.tasks[w].vruntime, 5_000_000, "{sched}");
+            k.rq_enqueue(w);
+            assert_eq!(k.kq.len(), 1);
+            // CPU 1's queue does not hold it, and CPU 1 has group work
+            assert_eq!(k.kq_best(1, false), None);
+            assert_eq!(k.pick_next(0), Some(w), "{sched}");
+            assert_eq!(k.pick_next(0), Some(g), "{sched}");
+        }
+    }
+
+    #[test]
+    fn a_kernel_thread_ahead_of_the_group_waits_unless_the_cpu_would_idle() {
+        let mut k = autogroup("fifo");
+        k.cpus[0].gvr = 5_000_000;
+        let w = k.new_task("kworker/u4:0".into(), Body::Kworker, None);
+        k.tasks[w].cpu = 0;
+        k.tasks[w].vruntime = 5_000_001;
+        k.rq_enqueue(w);
+        let g = group_task(&mut k);
+        assert_eq!(k.pick_next(0), Some(g));
+        // nothing of the group's left to run: CPU 1 pulls the thread, which
+        // keeps its distance to the group's entity (+1 ns)
+        k.cpus[1].gvr = 7_000_000;
+        assert_eq!(k.pick_next(1), Some(w));
+        k.migrate_kthread(1, w);
+        assert_eq!((k.tasks[w].cpu, k.tasks[w].vruntime), (1, 7_000_001));
+    }
+
+    #[test]
+    fn the_root_queue_clamps_either_sides_lead_to_the_lag_limit() {
+        // limit: max(2 slices of 1.4 ms, a 4 ms tick at HZ=250) = 4 ms, in
+        // the entity's own virtual time (the group's at half weight: 8 ms)
+        let mut k = autogroup("fifo");
+        k.group_nr_running = 5;
+        assert_eq!(k.group_scale(), 2);
+        assert_eq!(k.root_lag_limit(), 4_000_000);
+        let w = k.new_task("kworker/u4:0".into(), Body::Kworker, None);
+        k.tasks[w].cpu = 0;
+        // the group slept on this CPU while the thread ran 100 ms
+        k.tasks[w].vruntime = 100_000_000;
+        assert!(!k.root_prefers_kthread(0, w));
+        assert_eq!(k.cpus[0].gvr, 92_000_000);
+        // the thread fell 50 ms behind: it keeps 4 ms of it
+        k.cpus[0].gvr = 150_000_000;
+        assert!(k.root_prefers_kthread(0, w));
+        assert_eq!(k.tasks[w].vruntime, 146_000_000);
+    }
+
+    #[test]
+    fn the_group_entity_runs_at_its_share_of_the_groups_weight() {
+        // calc_group_shares: 1024 split over the CPUs the group's runnable
+        // tasks spread over; one CPU's entity then has 512 and its vruntime
+        // advances at twice the wall clock
+        let mut k = autogroup("fifo");
+        assert_eq!(k.group_scale(), 1);
+        let g = group_task(&mut k);
+        k.charge_vruntime(0, g, 1_000_000);
+        assert_eq!(k.cpus[0].gvr, 1_000_000);
+        group_task(&mut k);
+        group_task(&mut k);
+        k.charge_vruntime(0, g, 1_000_000);
+        assert_eq!(k.cpus[0].gvr, 3_000_000);
+        // a kernel thread's own vruntime, at nice 0, moves with the clock;
+        // under FIFO a group task has none
+        let w = k.new_task("kworker/u4:0".into(), Body::Kworker, None);
+        k.charge_vruntime(1, w, 1_000_000);
+        assert_eq!((k.tasks[w].vruntime, k.cpus[1].gvr), (1_000_000, 0));
+        assert_eq!(k.tasks[g].vruntime, 0);
     }
 }

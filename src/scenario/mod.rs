@@ -110,6 +110,10 @@ pub struct Machine {
     /// EEVDF's `sysctl_sched_base_slice` before scaling by CPU count
     /// (debugfs sched/base_slice_ns; 700 us in recent kernels, 750 us in the first EEVDF ones).
     pub sched_base_slice: Ns,
+    /// kernel.sched_autogroup_enabled: the workload runs in one session's
+    /// autogroup, and kernel threads compete with that group as a whole
+    /// (kernel/sched/autogroup.c).
+    pub autogroup: bool,
     pub cost: CpuCost,
 }
 
@@ -715,6 +719,8 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         _ => SchedPolicy::Fifo,
     };
     let sched_base_slice = r.cost("machine.sched_base_slice", 700 * NSEC_PER_USEC)?;
+    // the sysctl takes 0 and 1
+    let autogroup = r.boolean("machine.autogroup", true)?.unwrap_or(false);
     if anon + reserve.unwrap_or(0) + (64 << 20) > memory {
         return err(
             &Origin::Builtin,
@@ -746,6 +752,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         host_backed_free,
         sched,
         sched_base_slice,
+        autogroup,
         cost,
     };
 
@@ -1540,7 +1547,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
 
     if let Some((path, e)) = r.raw.first_leftover() {
         let hint = match path.split('.').next().unwrap_or("") {
-            "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,host_backed_free,sched,sched_base_slice,cost.*}",
+            "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,host_backed_free,sched,sched_base_slice,autogroup,cost.*}",
             "vm" => "vm.{dirty_ratio,dirty_bytes,dirty_background_ratio,dirty_background_bytes,dirty_expire_centisecs,dirty_writeback_centisecs}",
             "devices" => "devices.NAME.{type,write_bps,read_bps,backing,bandwidth,iops,latency,queue_depth,channels,per_io,write_cache,cache,flush_bandwidth,rpm,avg_seek,track_to_track,full_stroke,media_rate_outer,media_rate_inner,per_cmd_overhead,members,chunk,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,queue.max_segments,queue.nr_requests,queue.scheduler,queue.wbt_lat_usec,bdi.min_ratio,bdi.max_ratio,bdi.strict_limit,bdi.write_bandwidth,bdi.dirty_ratelimit}",
             "filesystems" => "filesystems.NAME.{type,device,max_folio,agcount,metadata,commit,journal_size}",
