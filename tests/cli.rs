@@ -137,6 +137,23 @@ fn unknown_key() {
 }
 
 #[test]
+fn autogroup_takes_a_boolean_or_the_sysctls_0_and_1() {
+    for v in ["true", "1", "0"] {
+        let (code, err, _) =
+            check_file("ag", &format!("{BASE}\n[machine]\nautogroup = {v}\n"), &[]);
+        assert_eq!(code, 0, "autogroup = {v}: {err}");
+    }
+    let (code, err, f) = check_file("ag2", &format!("{BASE}\n[machine]\nautogroup = 2\n"), &[]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains(&format!("{f}:13:"))
+            && err.contains("machine.autogroup")
+            && err.contains("expected true or false"),
+        "{err}"
+    );
+}
+
+#[test]
 fn bad_unit() {
     let (code, err, f) = check_file("badunit", &BASE.replace("50MiB/s", "50MiBps/s"), &[]);
     assert_eq!(code, 2, "{err}");

@@ -45,6 +45,13 @@ fn cannot_run() -> Option<String> {
     wbsim::live::preflight(&sc).err().map(|e| e.to_string())
 }
 
+/// kernel.sched_autogroup_enabled, if this kernel has it.
+fn autogroup() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/sched_autogroup_enabled")
+        .ok()
+        .map(|v| v.trim().to_string())
+}
+
 /// Everything live mode may touch, as text.
 fn machine_state() -> String {
     let mut s = String::new();
@@ -104,6 +111,7 @@ fn machine_state() -> String {
             std::fs::read_to_string(format!("/proc/sys/vm/{k}")).unwrap_or_default()
         );
     }
+    s += &format!("kernel.sched_autogroup_enabled = {:?}\n", autogroup());
     let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     s += &format!(
         "wbsim mounts: {:?}\n",
@@ -138,7 +146,13 @@ fn interrupt_restores(sig: i32) {
         return;
     }
     let before = machine_state();
-    let f = scenario_file(&format!("sig{sig}.toml"), SCENARIO);
+    // the scenario flips kernel.sched_autogroup_enabled (machine.autogroup)
+    let flipped = autogroup().map(|v| if v == "0" { "1" } else { "0" });
+    let text = match flipped {
+        Some(a) => format!("{SCENARIO}[machine]\nautogroup = {a}\n"),
+        None => SCENARIO.to_string(),
+    };
+    let f = scenario_file(&format!("sig{sig}.toml"), &text);
     let out =
         std::env::temp_dir().join(format!("wbsim-live-test-out-{}-{sig}", std::process::id()));
     let mut child = wbsim()
@@ -172,6 +186,11 @@ fn interrupt_restores(sig: i32) {
     std::thread::sleep(Duration::from_secs(3));
     let during = machine_state();
     assert_ne!(before, during, "live mode changed nothing on the machine?");
+    assert_eq!(
+        autogroup().as_deref(),
+        flipped,
+        "machine.autogroup not applied"
+    );
     // SAFETY: kill(2) on our child's pid.
     unsafe {
         libc::kill(child.id() as i32, sig);

@@ -253,7 +253,7 @@ impl Kernel {
             rq_tree: Default::default(),
             rq_dl: Default::default(),
             rq_vsum: 0,
-            autogroup: sc.machine.autogroup,
+            autogroup: sc.machine.autogroup == Some(true),
             kq: VecDeque::new(),
             group_nr_running: 0,
             vslice: sc.machine.sched_base_slice

@@ -171,7 +171,12 @@ impl Restore {
     pub(super) fn describe(&self) -> String {
         let mut parts = Vec::new();
         if !self.sysctls.is_empty() {
-            parts.push("the vm.dirty_* sysctls".to_string());
+            let other = self.sysctls.iter().any(|(k, _)| k.contains('.'));
+            parts.push(if other {
+                "the vm.dirty_* sysctls and kernel.sched_autogroup_enabled".to_string()
+            } else {
+                "the vm.dirty_* sysctls".to_string()
+            });
         }
         if !self.orphans.is_empty() {
             parts.push(format!("{} dd process(es)", self.orphans.len()));

@@ -68,6 +68,14 @@ fn failed(e: impl std::fmt::Display) -> LiveError {
     LiveError::Failed(e.to_string())
 }
 
+/// `machine.autogroup`'s sysctl.
+const AUTOGROUP: &str = "kernel.sched_autogroup_enabled";
+
+/// /proc/sys/a/b for the sysctl a.b.
+fn sysctl_path(name: &str) -> PathBuf {
+    Path::new("/proc/sys").join(name.replace('.', "/"))
+}
+
 fn read(p: impl AsRef<Path>) -> Result<String, LiveError> {
     let p = p.as_ref();
     std::fs::read_to_string(p).map_err(|e| failed(format!("read {}: {e}", p.display())))
@@ -249,6 +257,20 @@ pub struct Restore {
 }
 
 impl Restore {
+    /// Save a sysctl outside vm.* (by its dotted name) for the restore.
+    fn save_sysctl(&mut self, name: &str) -> Result<(), LiveError> {
+        let p = sysctl_path(name);
+        if !p.exists() {
+            return Err(LiveError::Refused(format!(
+                "the scenario sets {name} (machine.autogroup), which this kernel does not have ({} is missing)",
+                p.display()
+            )));
+        }
+        let v = read(&p)?;
+        self.sysctls.push((name.to_string(), v.trim().to_string()));
+        Ok(())
+    }
+
     fn save_sysctls(&mut self) -> Result<(), LiveError> {
         for k in SYSCTLS {
             let v = read(format!("/proc/sys/vm/{k}"))?;
@@ -366,6 +388,12 @@ impl Restore {
         for (k, v) in order {
             if let Err(e) = std::fs::write(format!("/proc/sys/vm/{k}"), &v) {
                 self.log.push(format!("could not restore vm.{k}={v}: {e}"));
+            }
+        }
+        // the others, saved by their dotted names
+        for (k, v) in saved.iter().filter(|(k, _)| k.contains('.')) {
+            if let Err(e) = std::fs::write(sysctl_path(k), v) {
+                self.log.push(format!("could not restore {k}={v}: {e}"));
             }
         }
         if let Some(j) = self.journal.take() {
@@ -532,6 +560,9 @@ pub fn run(
 
     guard.journal_in(Path::new(journal::JOURNAL_DIR));
     guard.save_sysctls()?;
+    if sc.machine.autogroup.is_some() {
+        guard.save_sysctl(AUTOGROUP)?;
+    }
     guard.sync();
     // devices and filesystems
     let mut devs: Vec<LiveDev> = Vec::new();
@@ -671,6 +702,11 @@ pub fn run(
     }
     set("dirty_expire_centisecs", vm.dirty_expire_centisecs)?;
     set("dirty_writeback_centisecs", vm.dirty_writeback_centisecs)?;
+    // the writers' autogroup: taken when they are forked, below
+    if let Some(a) = sc.machine.autogroup {
+        write(sysctl_path(AUTOGROUP), if a { "1" } else { "0" })?;
+        progress(&format!("{AUTOGROUP} = {}", a as u8));
+    }
 
     // the trace instance (tracefs mounted for the run if it was not)
     if tracefs_state() == Tracefs::Unmounted {

@@ -112,8 +112,9 @@ pub struct Machine {
     pub sched_base_slice: Ns,
     /// kernel.sched_autogroup_enabled: the workload runs in one session's
     /// autogroup, and kernel threads compete with that group as a whole
-    /// (kernel/sched/autogroup.c).
-    pub autogroup: bool,
+    /// (kernel/sched/autogroup.c). None: not set (the model runs without;
+    /// live mode leaves the machine's setting alone).
+    pub autogroup: Option<bool>,
     pub cost: CpuCost,
 }
 
@@ -720,7 +721,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     };
     let sched_base_slice = r.cost("machine.sched_base_slice", 700 * NSEC_PER_USEC)?;
     // the sysctl takes 0 and 1
-    let autogroup = r.boolean("machine.autogroup", true)?.unwrap_or(false);
+    let autogroup = r.boolean("machine.autogroup", true)?;
     if anon + reserve.unwrap_or(0) + (64 << 20) > memory {
         return err(
             &Origin::Builtin,
