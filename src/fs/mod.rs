@@ -238,12 +238,18 @@ impl Kernel {
 
     /// `__mark_inode_dirty(inode, I_DIRTY_PAGES)`: the first dirtying puts
     /// the inode at the head of b_dirty and, if the wb had no dirty IO,
-    /// arms the periodic flusher run.
+    /// arms the periodic flusher run. Every later dirtying of the inode
+    /// returns at once (the per-write fast path).
+    #[inline]
     pub fn mark_inode_dirty_pages(&mut self, ino: InodeId) {
-        let inode = &mut self.inodes[ino];
-        if inode.i_state & I_DIRTY_PAGES != 0 {
-            return;
+        if self.inodes[ino].i_state & I_DIRTY_PAGES == 0 {
+            self.mark_inode_first_dirty_pages(ino);
         }
+    }
+
+    #[inline(never)]
+    fn mark_inode_first_dirty_pages(&mut self, ino: InodeId) {
+        let inode = &mut self.inodes[ino];
         let was_dirty = inode.i_state & I_DIRTY_PAGES != 0;
         inode.i_state |= I_DIRTY_PAGES;
         if was_dirty || inode.i_state & (I_SYNC_QUEUED | I_SYNC) != 0 {

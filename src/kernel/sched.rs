@@ -196,25 +196,31 @@ impl Kernel {
         self.tasks[pid].vruntime = self.cpus[cpu].gvr;
     }
 
-    /// A kernel thread moves to `cpu`'s root queue: its vruntime keeps its
-    /// distance to the group's entity (the lag is what migrates).
+    /// Kernel thread `pid`'s vruntime on `cpu`'s root timeline: the same
+    /// distance to the group's entity as on its own CPU's (the lag is what
+    /// migrates).
+    fn root_vruntime_on(&self, cpu: usize, pid: Pid) -> i128 {
+        let t = &self.tasks[pid];
+        t.vruntime as i128 + self.cpus[cpu].gvr as i128 - self.cpus[t.cpu].gvr as i128
+    }
+
+    /// A kernel thread moves to `cpu`'s root queue.
     fn migrate_kthread(&mut self, cpu: usize, pid: Pid) {
-        let from = self.tasks[pid].cpu;
-        if from != cpu {
+        if self.tasks[pid].cpu != cpu {
+            let v = self.root_vruntime_on(cpu, pid).max(0) as u64;
             let t = &mut self.tasks[pid];
-            let v = t.vruntime as i128 + self.cpus[cpu].gvr as i128 - self.cpus[from].gvr as i128;
-            t.vruntime = v.max(0) as u64;
+            t.vruntime = v;
             t.cpu = cpu;
         }
     }
 
-    /// The pick in `cpu`'s root queue between the queued kernel thread `k`
-    /// and the workload group's entity: of two entities, the eligible one
-    /// is the one with the smaller vruntime (the average lies between
+    /// The pick in `cpu`'s root queue between the kernel thread `k` queued
+    /// there and the workload group's entity: of two entities, the eligible
+    /// one is the one with the smaller vruntime (the average lies between
     /// them). Either side's lead is first cut to the lag limit, as the
     /// kernel clamps an entity's lag when it leaves and rejoins the queue.
     fn root_prefers_kthread(&mut self, cpu: usize, k: Pid) -> bool {
-        self.migrate_kthread(cpu, k);
+        debug_assert_eq!(self.tasks[k].cpu, cpu);
         let limit = self.root_lag_limit();
         let g_limit = limit * self.group_scale();
         let c = &mut self.cpus[cpu];
@@ -232,12 +238,9 @@ impl Kernel {
         if self.group_waiting() && vk > self.cpus[cpu].gvr {
             return true;
         }
-        let Some(i) = self.kq_best(cpu, false) else {
-            return false;
-        };
-        let o = &self.tasks[self.kq[i]];
-        let other = o.vruntime as i128 + self.cpus[cpu].gvr as i128 - self.cpus[o.cpu].gvr as i128;
-        (vk as i128) > other + self.vslice as i128
+        // a thread queued on this CPU: the same timeline
+        self.kq_best(cpu, false)
+            .is_some_and(|i| vk > self.tasks[self.kq[i]].vruntime + self.vslice)
     }
 
     /// The next task for a free `cpu`: under autogroup the root queue picks
@@ -271,14 +274,9 @@ impl Kernel {
     /// work, `newidle_balance`), of all of them. The queue is a handful of
     /// threads at most.
     fn kq_best(&self, cpu: usize, pull: bool) -> Option<usize> {
-        let g = self.cpus[cpu].gvr as i128;
-        let key = |p: Pid| {
-            let t = &self.tasks[p];
-            t.vruntime as i128 + g - self.cpus[t.cpu].gvr as i128
-        };
         (0..self.kq.len())
             .filter(|&i| pull || self.tasks[self.kq[i]].cpu == cpu)
-            .min_by_key(|&i| (key(self.kq[i]), i))
+            .min_by_key(|&i| (self.root_vruntime_on(cpu, self.kq[i]), i))
     }
 
     /// Ask for `user + sys` ns of CPU for `pid`; the task's `step` runs when

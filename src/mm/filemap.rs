@@ -146,11 +146,9 @@ impl Kernel {
         }
         let cpu = t.cpu;
         self.dom.bdp_ratelimits[cpu] += added;
-        if self.inodes[ino].i_state & crate::fs::I_DIRTY_PAGES == 0 {
-            self.mark_inode_dirty_pages(ino);
-        }
-        if self.vm.nr_free_pages <= self.dom.totalreserve_pages * 2 {
-            self.maybe_reclaim_clean();
+        self.mark_inode_dirty_pages(ino);
+        if self.reclaim_clean_due(self.vm.nr_free_pages) {
+            self.reclaim_clean();
         }
         added
     }
@@ -164,7 +162,14 @@ impl Kernel {
     /// throttle, whose per-task proportion can age between the calls.
     pub fn filemap_dirty_in_one_call(&self, n: u64) -> bool {
         self.sc.run.dirty_throttle != crate::scenario::ThrottlePolicy::Legacy
-            && self.vm.nr_free_pages > 2 * self.dom.totalreserve_pages + 2 * n
+            && !self.reclaim_clean_due(self.vm.nr_free_pages.saturating_sub(2 * n))
+    }
+
+    /// Does `free` free pages call for `reclaim_clean`: at most twice the
+    /// reserve?
+    #[inline]
+    fn reclaim_clean_due(&self, free: u64) -> bool {
+        free <= self.dom.totalreserve_pages * 2
     }
 
     /// `folio_clear_dirty_for_io` + `__folio_start_writeback` for a run of
@@ -213,12 +218,10 @@ impl Kernel {
     /// from the inodes in order, oldest inode first, from where the last
     /// call stopped and round again; an unused inode whose last page goes is
     /// evicted (`prune_icache_sb`).
+    /// Called when `reclaim_clean_due`.
     #[inline(never)]
-    fn maybe_reclaim_clean(&mut self) {
+    fn reclaim_clean(&mut self) {
         let reserve = self.dom.totalreserve_pages;
-        if self.vm.nr_free_pages > reserve * 2 {
-            return;
-        }
         let mut want = reserve * 4 - self.vm.nr_free_pages.min(reserve * 4);
         // evicted inodes had no pages: starting past them changes nothing
         let (lo, hi) = (self.inodes.first_id(), self.inodes.end_id());

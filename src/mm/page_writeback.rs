@@ -1087,7 +1087,14 @@ impl Kernel {
 mod tests {
     use super::*;
 
+    /// `wb_position_ratio` at the tests' limit (51200) and write bandwidth
+    /// (12800), from a cold line-scale cache.
+    fn pos_ratio(g: &Dtc, strictlimit: bool) -> u64 {
+        wb_position_ratio(g, 51_200, 12_800, strictlimit, &mut LineScale::default())
+    }
+
     // Worked example from spec §29: HZ=250, A = 1,000,000 dirtyable pages.
+
     #[test]
     fn thresholds_from_ratios() {
         let vm = crate::scenario::Vm::default();
@@ -1145,19 +1152,13 @@ mod tests {
         // wb_setpoint = 44800*65534>>16 = 44798; span = (0 + 8*12800)*65534>>16 = 102396
         // x_intercept = 147194; pos = 1024*(147194-44800)/((147194-44798)|1)
         //   = 104851456/102397 = 1023
-        assert_eq!(
-            wb_position_ratio(&g, 51_200, 12_800, false, &mut LineScale::default()),
-            1023
-        );
+        assert_eq!(pos_ratio(&g, false), 1023);
         // over the limit: 0
         let over = Dtc { dirty: 51_200, ..g };
-        assert_eq!(
-            wb_position_ratio(&over, 51_200, 12_800, false, &mut LineScale::default()),
-            0
-        );
+        assert_eq!(pos_ratio(&over, false), 0);
         // reserve area: wb nearly empty gets boosted 8x
         let empty = Dtc { wb_dirty: 100, ..g };
-        let p = wb_position_ratio(&empty, 51_200, 12_800, false, &mut LineScale::default());
+        let p = pos_ratio(&empty, false);
         assert!(p > 2048, "{p}");
     }
 
@@ -1177,30 +1178,9 @@ mod tests {
         // wb line: setpoint (512+256)/2 = 384, x = ((384-400)<<10)/(128|1)
         //   = -16384/129 = -127; p = -127*-127>>10 = 15; 15*-127>>10 = -2
         //   (floor of -1.86); 1024 - 2 = 1022. min(2048, 1022) = 1022.
-        assert_eq!(
-            wb_position_ratio(&g, 51_200, 12_800, true, &mut LineScale::default()),
-            1022
-        );
-        assert_eq!(
-            wb_position_ratio(
-                &Dtc { wb_dirty: 512, ..g },
-                51_200,
-                12_800,
-                true,
-                &mut LineScale::default()
-            ),
-            0
-        );
-        assert_eq!(
-            wb_position_ratio(
-                &Dtc { wb_dirty: 4, ..g },
-                51_200,
-                12_800,
-                true,
-                &mut LineScale::default()
-            ),
-            2048
-        );
+        assert_eq!(pos_ratio(&g, true), 1022);
+        assert_eq!(pos_ratio(&Dtc { wb_dirty: 512, ..g }, true), 0);
+        assert_eq!(pos_ratio(&Dtc { wb_dirty: 4, ..g }, true), 2048);
     }
 
     #[test]

@@ -72,7 +72,7 @@ impl DdWriter {
 /// power of two, as it mostly is (a division per write cycle is slow).
 fn per_unit(x: u64, unit: u64) -> u64 {
     if unit.is_power_of_two() {
-        x >> unit.trailing_zeros()
+        crate::klib::div_pow_of_two(x, unit)
     } else {
         x / unit
     }
@@ -81,7 +81,7 @@ fn per_unit(x: u64, unit: u64) -> u64 {
 /// `x.div_ceil(unit)`, the same way.
 fn per_unit_ceil(x: u64, unit: u64) -> u64 {
     if unit.is_power_of_two() {
-        (x >> unit.trailing_zeros()) + u64::from(x & (unit - 1) != 0)
+        crate::klib::div_pow_of_two(x, unit) + u64::from(x & (unit - 1) != 0)
     } else {
         x.div_ceil(unit)
     }
