@@ -84,13 +84,23 @@ pub struct SuperBlock {
     pub ag_sectors: u64,
     /// First data sector of each group (after its metadata).
     pub ag_data_start: Vec<u64>,
-    /// Per-inode preallocations of files past mballoc's stream threshold:
-    /// the next free sector and the end.
-    pub inode_pa: std::collections::BTreeMap<InodeId, (u64, u64)>,
+    /// Per-inode preallocations of files past mballoc's stream threshold.
+    pub inode_pa: std::collections::BTreeMap<InodeId, InodePa>,
+    /// ext4 or XFS (which allocation rules apply).
+    pub kind: crate::scenario::FsKind,
     pub next_ino: u64,
     /// ext4's and XFS's metadata models (`filesystems.NAME.metadata`).
     pub ext4: Option<Box<crate::fs::jbd2::Ext4Meta>>,
     pub xfs: Option<Box<crate::fs::xfs_log::XfsMeta>>,
+}
+
+/// An inode's preallocation (`struct ext4_prealloc_space`): the logical
+/// pages `[lstart, lend)` are reserved at the sectors from `sector` on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InodePa {
+    pub lstart: u64,
+    pub lend: u64,
+    pub sector: u64,
 }
 
 impl SuperBlock {
@@ -146,6 +156,7 @@ impl Kernel {
                 max_folio_pages: (f.max_folio / ps).max(1),
                 ag_data_start: ag_cursor.clone(),
                 inode_pa: Default::default(),
+                kind: f.kind,
                 ag_cursor,
                 ag_sectors: self.sc.devices[f.device].size / 512 / f.agcount as u64,
                 next_ino: 12,
