@@ -31,12 +31,23 @@ fn wbsim() -> Command {
     Command::new(env!("CARGO_BIN_EXE_wbsim"))
 }
 
-fn scenario_file(name: &str, text: &str) -> String {
-    let d = std::env::temp_dir().join(format!("wbsim-live-test-{}", std::process::id()));
+/// Removes a test's scenario directory when it drops.
+struct Cleanup(std::path::PathBuf);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Write a scenario file for one test, in a directory of its own (tests run
+/// in parallel) that goes when the `Cleanup` drops.
+fn scenario_file(name: &str, text: &str) -> (String, Cleanup) {
+    let d = std::env::temp_dir().join(format!("wbsim-live-test-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
     let f = d.join(name);
     std::fs::write(&f, text).unwrap();
-    f.to_string_lossy().into_owned()
+    (f.to_string_lossy().into_owned(), Cleanup(d))
 }
 
 /// Why live mode cannot run here, if it cannot.
@@ -152,7 +163,7 @@ fn interrupt_restores(sig: i32) {
         Some(a) => format!("{SCENARIO}[machine]\nautogroup = {a}\n"),
         None => SCENARIO.to_string(),
     };
-    let f = scenario_file(&format!("sig{sig}.toml"), &text);
+    let (f, _cleanup) = scenario_file(&format!("sig{sig}.toml"), &text);
     let out =
         std::env::temp_dir().join(format!("wbsim-live-test-out-{}-{sig}", std::process::id()));
     let mut child = wbsim()
@@ -237,7 +248,7 @@ fn sigkill_mid_run_is_restored_from_the_journal() {
 #[test]
 fn refuses_without_root_with_one_line() {
     let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let f = scenario_file("noroot.toml", SCENARIO);
+    let (f, _cleanup) = scenario_file("noroot.toml", SCENARIO);
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let o = if root {
@@ -269,7 +280,7 @@ fn refuses_without_root_with_one_line() {
 #[test]
 fn refuses_a_scenario_this_host_cannot_build() {
     let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
-    let f = scenario_file(
+    let (f, _cleanup) = scenario_file(
         "disk.toml",
         "[devices.sda]\ntype = \"disk\"\n[filesystems.fs]\ndevice = \"sda\"\n[jobs.dd]\nbs = \"1M\"\n",
     );
@@ -304,7 +315,7 @@ metadata = false
 ",
             tweak,
         );
-        let f = scenario_file(name, &text);
+        let (f, _cleanup) = scenario_file(name, &text);
         let o = wbsim().args(["live", &f]).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{name}: {err}");
@@ -334,7 +345,7 @@ fn a_complete_run_traces_writeback_and_wbt_events() {
     let before = machine_state();
     let text = SCENARIO.replace("duration = \"30s\"", "duration = \"5s\"\nwarmup = \"1s\"")
         + "[trace]\nevents = [\"balance_dirty_pages\", \"wbt_timer\", \"wbt_step\"]\n";
-    let f = scenario_file("trace.toml", &text);
+    let (f, _cleanup) = scenario_file("trace.toml", &text);
     let out = std::env::temp_dir().join(format!("wbsim-live-test-trace-{}", std::process::id()));
     let st = wbsim()
         .args(["live", &f, "--out", out.to_str().unwrap()])
