@@ -7,7 +7,10 @@
 //! slice started are `write_bps` × the elapsed jiffies *rounded up to a
 //! whole slice*, so each new 100 ms interval makes its whole budget
 //! available at once. Dispatching trims the slice (`throtl_trim_slice`:
-//! whole elapsed slices are dropped with their allowance), extends its end
+//! whole elapsed slices are dropped with their allowance; since Yu Kuai's
+//! 2025 fix, in 6.18 and the io-less policy here, only once two whole
+//! slices have passed, and the last of them is kept so that a bio the
+//! timer released a little late does not lose its allowance), extends its end
 //! while bios wait (`throtl_extend_slice`), and a new slice starts when the
 //! old one has ended and nothing is queued (`throtl_start_new_slice`).
 //!
@@ -42,6 +45,9 @@ pub struct Throtl {
     timer_at: Option<Ns>,
     /// The kworker that runs the dispatch work (holds its plug).
     pub dispatcher: Pid,
+    /// 6.18's `throtl_trim_slice`: trim only past two whole slices, and
+    /// keep one; before, every whole elapsed slice went.
+    pub trim_keeps_slice: bool,
 }
 
 /// `roundup(x, to)`.
@@ -50,7 +56,7 @@ fn roundup(x: u64, to: u64) -> u64 {
 }
 
 impl Throtl {
-    pub fn new(bps: u64, dispatcher: Pid, hz: u64) -> Throtl {
+    pub fn new(bps: u64, dispatcher: Pid, hz: u64, trim_keeps_slice: bool) -> Throtl {
         Throtl {
             bps,
             slice: (hz / 10).max(1),
@@ -60,6 +66,7 @@ impl Throtl {
             queue: VecDeque::new(),
             timer_at: None,
             dispatcher,
+            trim_keeps_slice,
         }
     }
 
@@ -112,7 +119,13 @@ impl Throtl {
             return;
         }
         self.set_slice_end(now + self.slice);
-        let elapsed = (now - self.slice_start) / self.slice * self.slice;
+        let mut elapsed = (now - self.slice_start) / self.slice * self.slice;
+        if self.trim_keeps_slice {
+            if elapsed < 2 * self.slice {
+                return;
+            }
+            elapsed -= self.slice;
+        }
         if elapsed == 0 {
             return;
         }
@@ -230,9 +243,9 @@ mod tests {
     const HZ: u64 = 250;
     const MIB: u64 = 1 << 20;
 
-    /// 50 MiB/s, slice 25 jiffies: 5 MiB per slice.
+    /// 50 MiB/s, slice 25 jiffies: 5 MiB per slice (6.18's trim).
     fn tg() -> Throtl {
-        Throtl::new(50 * MIB, 0, HZ)
+        Throtl::new(50 * MIB, 0, HZ, true)
     }
 
     #[test]
@@ -254,8 +267,8 @@ mod tests {
     }
 
     #[test]
-    fn dispatching_extends_then_trims_the_slice() {
-        let mut t = tg();
+    fn dispatching_extends_then_trims_the_slice_before_6_18() {
+        let mut t = Throtl::new(50 * MIB, 0, HZ, false);
         for now in [1000, 1020] {
             t.may_dispatch(MIB, now, HZ).unwrap();
             t.charge(MIB, now, HZ);
@@ -270,6 +283,26 @@ mod tests {
         t.may_dispatch(MIB, 1049, HZ).unwrap();
         t.charge(MIB, 1049, HZ);
         assert_eq!((t.slice_start, t.slice_end, t.bytes_disp), (1025, 1075, 0));
+    }
+
+    /// 6.18: the same dispatches; at 1049 only one whole slice has
+    /// passed, so nothing is trimmed; at 1051 two have, and one of them
+    /// goes with its 5 MiB (4 MiB dispatched -> 0).
+    #[test]
+    fn the_6_18_trim_waits_for_two_slices_and_keeps_one() {
+        let mut t = tg();
+        for now in [1000, 1020, 1049] {
+            t.may_dispatch(MIB, now, HZ).unwrap();
+            t.charge(MIB, now, HZ);
+        }
+        assert_eq!(
+            (t.slice_start, t.slice_end, t.bytes_disp),
+            (1000, 1075, 3 * MIB)
+        );
+        // elapsed 51 rounds up to 75 jiffies: 15 MiB allowed
+        t.may_dispatch(MIB, 1051, HZ).unwrap();
+        t.charge(MIB, 1051, HZ);
+        assert_eq!((t.slice_start, t.slice_end, t.bytes_disp), (1025, 1100, 0));
     }
 
     #[test]

@@ -162,7 +162,10 @@ impl Kernel {
                 DeviceKind::Throttled { write_bps, .. } => {
                     let comm = format!("kworker/{}:1H", self.devs.len());
                     let disp = self.new_task(comm, crate::kernel::Body::Kworker, None);
-                    Backend::Throttled(Throtl::new(write_bps, disp, self.hz()))
+                    // 6.18's slice trim with the 6.x policy, the older
+                    // one with the 3.2 and legacy policies
+                    let v6 = self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::IoLess;
+                    Backend::Throttled(Throtl::new(write_bps, disp, self.hz(), v6))
                 }
                 DeviceKind::Disk {
                     bandwidth,
