@@ -45,9 +45,11 @@ pub struct Throtl {
     timer_at: Option<Ns>,
     /// The kworker that runs the dispatch work (holds its plug).
     pub dispatcher: Pid,
-    /// 6.18's `throtl_trim_slice`: trim only past two whole slices, and
-    /// keep one; before, every whole elapsed slice went.
-    pub trim_keeps_slice: bool,
+    /// 6.18's rules (taken with the io-less policy): metadata bios pass at
+    /// once and are only charged, and `throtl_trim_slice` trims only past
+    /// two whole slices and keeps one. Before, metadata queued like data
+    /// and every whole elapsed slice went.
+    pub v6_18: bool,
 }
 
 /// `roundup(x, to)`.
@@ -56,7 +58,7 @@ fn roundup(x: u64, to: u64) -> u64 {
 }
 
 impl Throtl {
-    pub fn new(bps: u64, dispatcher: Pid, hz: u64, trim_keeps_slice: bool) -> Throtl {
+    pub fn new(bps: u64, dispatcher: Pid, hz: u64, v6_18: bool) -> Throtl {
         Throtl {
             bps,
             slice: (hz / 10).max(1),
@@ -66,7 +68,7 @@ impl Throtl {
             queue: VecDeque::new(),
             timer_at: None,
             dispatcher,
-            trim_keeps_slice,
+            v6_18,
         }
     }
 
@@ -120,7 +122,7 @@ impl Throtl {
         }
         self.set_slice_end(now + self.slice);
         let mut elapsed = (now - self.slice_start) / self.slice * self.slice;
-        if self.trim_keeps_slice {
+        if self.v6_18 {
             if elapsed < 2 * self.slice {
                 return;
             }
@@ -151,12 +153,11 @@ impl Kernel {
         // XFS metadata went from submit to issue in 0.2 ms (p50) while data
         // waited, and the device ran above the cap during xfsaild's waves
         // (../rigdata/smallfile-xfs/REPORT.md)
-        let meta_bypass = self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::IoLess
-            && self.bios[id].as_ref().expect("bio").opf & crate::block::blk_wbt::REQ_META != 0;
+        let meta = self.bios[id].as_ref().expect("bio").opf & crate::block::blk_wbt::REQ_META != 0;
         let crate::block::Backend::Throttled(t) = &mut self.devs[dev].backend else {
             unreachable!()
         };
-        if meta_bypass {
+        if meta && t.v6_18 {
             t.bytes_disp += size;
             return self.blk_mq_submit_bio(Some(submitter), id);
         }

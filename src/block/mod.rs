@@ -162,10 +162,11 @@ impl Kernel {
                 DeviceKind::Throttled { write_bps, .. } => {
                     let comm = format!("kworker/{}:1H", self.devs.len());
                     let disp = self.new_task(comm, crate::kernel::Body::Kworker, None);
-                    // 6.18's slice trim with the 6.x policy, the older
+                    // 6.18's blk-throttle with the 6.x policy, the older
                     // one with the 3.2 and legacy policies
-                    let v6 = self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::IoLess;
-                    Backend::Throttled(Throtl::new(write_bps, disp, self.hz(), v6))
+                    let v6_18 =
+                        self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::IoLess;
+                    Backend::Throttled(Throtl::new(write_bps, disp, self.hz(), v6_18))
                 }
                 DeviceKind::Disk {
                     bandwidth,

@@ -250,7 +250,7 @@ impl Kernel {
 /// and length in pages. Up to 1 MiB the window is the file's size rounded
 /// up to a power of two (at least 16 KiB) from offset 0; up to 4 MiB it is
 /// 2 MiB, up to 8 MiB 4 MiB, and past that 8 MiB, each aligned to its size.
-pub fn ext4_normalize_window(span: u64, p: u64, ps: u64) -> (u64, u64) {
+fn ext4_normalize_window(span: u64, p: u64, ps: u64) -> (u64, u64) {
     const KIB: u64 = 1024;
     const MIB: u64 = 1024 * KIB;
     let bytes = span * ps;
@@ -265,7 +265,8 @@ pub fn ext4_normalize_window(span: u64, p: u64, ps: u64) -> (u64, u64) {
         });
         (p / w * w, w)
     };
-    (start, w.max(p + 1 - start))
+    debug_assert!(p < start + w, "the window holds the request");
+    (start, w)
 }
 
 #[cfg(test)]
