@@ -394,6 +394,7 @@ impl Kernel {
             let w = self.sc.machine.cost.wakeup;
             match self.task_step(pid) {
                 Action::Cpu { user, sys } => {
+                    let (user, sys) = self.vary_work(pid, user, sys);
                     let t = &mut self.tasks[pid];
                     let owed = std::mem::take(&mut t.owed_sys);
                     t.burst_left = user + sys + w + owed;
@@ -579,9 +580,27 @@ impl Kernel {
         }
     }
 
+    /// The CPU time a workload task's burst really takes: its estimated
+    /// `user` and `sys` work times one factor drawn uniformly from
+    /// [1 - spread, 1 + spread] (`machine.cost.spread`, in 0.1% steps).
+    /// Kernel threads' work, wakeups and the cost carried over from
+    /// interrupts are not varied. No draw is made when the spread is 0.
+    #[inline]
+    fn vary_work(&mut self, pid: Pid, user: Ns, sys: Ns) -> (Ns, Ns) {
+        let spread = self.sc.machine.cost.spread;
+        if spread == 0 || self.tasks[pid].kthread {
+            return (user, sys);
+        }
+        let permille = spread * 10;
+        let f = 1000 - permille + self.rng.below(2 * permille + 1); // 1000 = 1.0
+        let scale = |x: Ns| (x as u128 * f as u128 / 1000) as Ns;
+        (scale(user), scale(sys))
+    }
+
     fn apply_action(&mut self, pid: Pid, cpu: usize, action: Action) {
         match action {
             Action::Cpu { user, sys } => {
+                let (user, sys) = self.vary_work(pid, user, sys);
                 let t = &mut self.tasks[pid];
                 let owed = std::mem::take(&mut t.owed_sys);
                 t.burst_left = (user + sys + owed).max(1);
@@ -898,5 +917,45 @@ mod tests {
         k.charge_vruntime(1, w, 1_000_000);
         assert_eq!((k.tasks[w].vruntime, k.cpus[1].gvr), (1_000_000, 0));
         assert_eq!(k.tasks[g].vruntime, 0);
+    }
+
+    #[test]
+    fn a_workload_burst_varies_by_the_spread_around_its_estimate() {
+        let with = |spread: u32| {
+            let toml = format!(
+                "[machine]\ncpus = 2\n[machine.cost]\nspread = {spread}\n\
+                 [devices.sda]\ntype = \"ssd\"\n[filesystems.f]\ndevice = \"sda\"\n\
+                 [jobs.dd]\nnumjobs = 1\nbs = \"1M\"\n[run]\nduration = \"1s\"\nwarmup = \"0s\"\n"
+            );
+            let sc = Scenario::load_str(&toml, "t.toml", "t", &[]).unwrap();
+            Kernel::new(sc, crate::trace::Tracer::disabled())
+        };
+        // spread 0: the estimate exactly, and the PRNG is not drawn from
+        let mut k = with(0);
+        let mut same = with(0);
+        let dd = k.new_task("dd".into(), Body::Kworker, Some(0));
+        same.new_task("dd".into(), Body::Kworker, Some(0));
+        assert_eq!(k.vary_work(dd, 200, 4_000_000), (200, 4_000_000));
+        assert_eq!(k.rng.next_u64(), same.rng.next_u64());
+
+        // spread 30: one factor in [0.7, 1.3] in 0.1% steps for user and
+        // system time; the mean is the estimate
+        let mut k = with(30);
+        let dd = k.new_task("dd".into(), Body::Kworker, Some(0));
+        let kworker = k.new_task("kworker/0:1".into(), Body::Kworker, None);
+        let (n, est) = (20_000u64, 1_000_000u64);
+        let (mut lo, mut hi, mut sum) = (u64::MAX, 0, 0);
+        for _ in 0..n {
+            let (user, sys) = k.vary_work(dd, est, est);
+            assert_eq!(user, sys);
+            assert!((700_000..=1_300_000).contains(&sys), "{sys}");
+            assert_eq!(sys % 1_000, 0, "0.1% steps of 1 ms");
+            (lo, hi, sum) = (lo.min(sys), hi.max(sys), sum + sys);
+        }
+        assert!(lo < 705_000 && hi > 1_295_000, "{lo}..{hi}");
+        let mean = sum / n;
+        assert!(mean.abs_diff(est) < est / 100, "mean {mean}");
+        // a kernel thread's work is not varied
+        assert_eq!(k.vary_work(kworker, 0, est), (0, est));
     }
 }
