@@ -435,7 +435,7 @@ mod tests {
             remaining: 0,
             opf: 0,
             owner: crate::block::BioOwner::Page,
-            rsv: 0,
+            io_end: None,
         }
     }
 

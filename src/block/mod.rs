@@ -38,9 +38,9 @@ pub struct Bio {
     /// Who is told when the bio completes: page-cache writeback, or a
     /// filesystem's metadata machinery (no page-cache pages).
     pub owner: BioOwner,
-    /// ext4 journal credits reserved for this bio's io_end (the unwritten
-    /// extent conversion after it completes; dioread_nolock).
-    pub rsv: u32,
+    /// The ext4 io_end this bio belongs to (dioread_nolock: its pages'
+    /// writeback ends with the io_end's, after the extent conversion).
+    pub io_end: Option<crate::fs::ext4::IoEndId>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -293,7 +293,7 @@ impl Kernel {
             remaining: 0,
             opf,
             owner,
-            rsv: 0,
+            io_end: None,
         };
         let _ = self.submit_bio(bio);
     }
@@ -323,11 +323,10 @@ impl Kernel {
             BioOwner::XfsLog(sb) => return self.xfs_log_bio_done(sb as usize),
             BioOwner::XfsAil(sb) => return self.xfs_ail_bio_done(sb as usize),
         }
-        // dioread_nolock: the unwritten extent is converted before the
-        // pages' writeback ends (ext4_end_io_rsv_work, then ext4_finish_bio)
-        if b.rsv > 0 {
-            self.ext4_end_io_conversion(b.ino, u64::from(b.rsv));
+        match b.io_end {
+            // dioread_nolock: the bio waits on its io_end (ext4_end_bio)
+            Some(io) => self.ext4_io_end_bio_done(io, b.npages),
+            None => self.end_writeback_range(b.ino, b.npages),
         }
-        self.end_writeback_range(b.ino, b.npages);
     }
 }

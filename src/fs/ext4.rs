@@ -20,6 +20,29 @@ use crate::block::Bio;
 use crate::fs::InodePa;
 use crate::kernel::{InodeId, Kernel, Pid};
 
+pub type IoEndId = u32;
+
+/// `ext4_io_end_t` under dioread_nolock (ext4's default since 5.6): one per
+/// round of ext4_writepages (`mpd->io_submit.io_end`), shared by every bio
+/// the round submits (`bio->bi_private`). It holds the round's reserved
+/// journal handle (`h_rsv_handle`, `rsv` credits). `ext4_end_bio` parks a
+/// finished bio on its io_end; when the last reference goes, the reserved
+/// handle converts the round's unwritten extents (`ext4_end_io_rsv_work`)
+/// and only then do the pages of all its bios end writeback
+/// (`ext4_release_io_end` -> `ext4_finish_bio`). So completions come in
+/// whole rounds, and a round's credits stay reserved until its last bio is
+/// done.
+#[derive(Debug)]
+pub struct IoEnd {
+    pub ino: InodeId,
+    pub rsv: u32,
+    /// References: the submitter's while it builds the round, plus one per
+    /// bio in flight (`io_end->count`).
+    pub count: u32,
+    /// Pages of the round's finished bios, waiting for the conversion.
+    pub pages: u64,
+}
+
 /// `MAX_WRITEPAGES_EXTENT_LEN` (fs/ext4/inode.c): blocks mapped per round
 /// of ext4_writepages, 2048 4 KiB blocks = 8 MiB.
 pub const EXT4_MAX_BIO_PAGES: u64 = 2048;
@@ -79,6 +102,8 @@ impl Kernel {
         } else {
             opf
         };
+        // dioread_nolock: the round's io_end and reserved handle
+        let io_end = (!bdev).then(|| self.ext4_init_io_end(ino)).flatten();
         let mut must_wait = false;
         let end = start + n;
         // the bio being built: its first page, sector and pages
@@ -90,7 +115,7 @@ impl Kernel {
                 Some((_, s0, k)) if *s0 + *k * spp == sector => *k += run,
                 _ => {
                     if let Some(b) = cur.take() {
-                        must_wait |= self.ext4_submit_bio(pid, ino, b, seg_sectors, opf);
+                        must_wait |= self.ext4_submit_bio(pid, ino, b, seg_sectors, opf, io_end);
                     }
                     cur = Some((p, sector, run));
                 }
@@ -98,9 +123,63 @@ impl Kernel {
             p += run;
         }
         if let Some(b) = cur {
-            must_wait |= self.ext4_submit_bio(pid, ino, b, seg_sectors, opf);
+            must_wait |= self.ext4_submit_bio(pid, ino, b, seg_sectors, opf, io_end);
+        }
+        // ext4_put_io_end_defer: the submitter's reference
+        if let Some(io) = io_end {
+            self.ext4_put_io_end(io);
         }
         must_wait
+    }
+
+    /// `ext4_init_io_end` with the round's reserved handle, if the
+    /// filesystem reserves credits for writeback (dioread_nolock); None
+    /// otherwise (bios then end their pages' writeback themselves).
+    fn ext4_init_io_end(&mut self, ino: InodeId) -> Option<IoEndId> {
+        let rsv = self.ext4_reserve_io(ino);
+        if rsv == 0 {
+            return None;
+        }
+        let io = IoEnd {
+            ino,
+            rsv,
+            count: 1,
+            pages: 0,
+        };
+        Some(match self.free_io_ends.pop() {
+            Some(id) => {
+                self.io_ends[id as usize] = Some(io);
+                id
+            }
+            None => {
+                self.io_ends.push(Some(io));
+                (self.io_ends.len() - 1) as IoEndId
+            }
+        })
+    }
+
+    /// `ext4_end_bio` for a bio of an io_end: its pages wait for the
+    /// io_end's conversion.
+    pub fn ext4_io_end_bio_done(&mut self, id: IoEndId, pages: u64) {
+        self.io_ends[id as usize].as_mut().expect("io_end").pages += pages;
+        self.ext4_put_io_end(id);
+    }
+
+    /// `ext4_put_io_end_defer`: drop a reference; the last one converts the
+    /// round's extents with its reserved handle and ends writeback for the
+    /// pages of all its bios.
+    fn ext4_put_io_end(&mut self, id: IoEndId) {
+        let io = self.io_ends[id as usize].as_mut().expect("io_end");
+        io.count -= 1;
+        if io.count > 0 {
+            return;
+        }
+        let io = self.io_ends[id as usize].take().expect("io_end");
+        self.free_io_ends.push(id);
+        self.ext4_end_io_conversion(io.ino, u64::from(io.rsv));
+        if io.pages > 0 {
+            self.end_writeback_range(io.ino, io.pages);
+        }
     }
 
     /// `ext4_io_submit`: submit the bio of `pages` pages of `ino` from page
@@ -112,8 +191,12 @@ impl Kernel {
         (first, sector, pages): (u64, u64, u64),
         seg_sectors: u64,
         opf: u8,
+        io_end: Option<IoEndId>,
     ) -> bool {
         let spp = self.page_size() / 512;
+        if let Some(io) = io_end {
+            self.io_ends[io as usize].as_mut().expect("io_end").count += 1;
+        }
         let bio = Bio {
             dev: self.sbs[self.inodes[ino].sb as usize].dev,
             sector,
@@ -128,7 +211,7 @@ impl Kernel {
             remaining: 0,
             opf,
             owner: crate::block::BioOwner::Page,
-            rsv: self.ext4_reserve_io(ino),
+            io_end,
         };
         self.submit_bio(bio)
     }
@@ -383,5 +466,54 @@ mod tests {
         assert_eq!(write(&mut k, b, 0, 100), 3);
         let n = write(&mut k, a, 3048, 2048);
         assert_eq!(n, 5, "1048 pages to the window end, then 1000");
+    }
+
+    /// Under dioread_nolock a round of ext4_writepages is one io_end: the
+    /// two bios of a round that crosses a window end share one reserved
+    /// handle, and the pages of both end writeback together, when the last
+    /// of them completes (ext4_end_bio -> ext4_release_io_end).
+    #[test]
+    fn a_round_is_one_io_end_whose_pages_end_writeback_together() {
+        let mut k = machine();
+        let (a, b) = (k.create_inode(0), k.create_inode(0));
+        k.inodes[a].nr_pages_span = 10_000;
+        k.inodes[b].nr_pages_span = 10_000;
+        k.vm.nr_dirty = 10_000;
+        let wb = k.inodes[a].wb;
+        k.wbs[wb].reclaimable = 10_000;
+        let sb = k.inodes[a].sb as usize;
+        let reserved = |k: &Kernel| k.sbs[sb].ext4.as_ref().unwrap().journal.reserved;
+        let rsv = k.sbs[sb].ext4.as_ref().unwrap().journal.rsv_per_handle;
+        assert!(rsv > 0, "the io-less policy models dioread_nolock");
+        // a's first pages, then b's, then a round of a across the end of
+        // its first window: the next window was allocated after b's
+        for (ino, start, n) in [(a, 0, 1000), (b, 0, 100)] {
+            k.start_writeback_range(ino, n);
+            k.ext4_submit_pages(0, ino, start, n, 0);
+        }
+        let before = k.devs[0].stat.bios_submitted;
+        let (in_flight, r0) = (k.io_ends.iter().flatten().count(), reserved(&k));
+        k.start_writeback_range(a, 2048);
+        k.ext4_submit_pages(0, a, 1000, 2048, 0);
+        assert_eq!(k.devs[0].stat.bios_submitted - before, 2, "two bios");
+        assert_eq!(reserved(&k), r0 + rsv, "one reservation per round");
+        assert_eq!(k.io_ends.iter().flatten().count(), in_flight + 1);
+        let id = k.io_ends.iter().rposition(|io| io.is_some()).unwrap() as u32;
+        let io = k.io_ends[id as usize].as_ref().unwrap();
+        assert_eq!(
+            (io.ino, io.count, io.pages),
+            (a, 2, 0),
+            "the submitter's reference is gone, one per bio is left"
+        );
+        // the first bio completes: its pages wait for the other
+        let wb_pages = k.inodes[a].nr_writeback;
+        k.ext4_io_end_bio_done(id, 1048);
+        assert_eq!(k.inodes[a].nr_writeback, wb_pages);
+        assert_eq!(reserved(&k), r0 + rsv);
+        // the last one: conversion, credits back, all 2048 pages done
+        k.ext4_io_end_bio_done(id, 1000);
+        assert_eq!(k.inodes[a].nr_writeback, wb_pages - 2048);
+        assert_eq!(reserved(&k), r0);
+        assert!(k.io_ends[id as usize].is_none());
     }
 }
