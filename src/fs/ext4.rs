@@ -438,20 +438,25 @@ mod tests {
         assert_eq!(s2, sb + 2048 * 8, "a's next window comes after b's");
     }
 
+    /// Two files of 10,000 pages whose pages are dirty, ready to be put
+    /// under writeback (the throttle may pass and complete a bio at once).
+    fn two_growing_files() -> (Kernel, crate::kernel::InodeId, crate::kernel::InodeId) {
+        let mut k = machine();
+        let (a, b) = (k.create_inode(0), k.create_inode(0));
+        k.inodes[a].nr_pages_span = 10_000;
+        k.inodes[b].nr_pages_span = 10_000;
+        k.vm.nr_dirty = 10_000;
+        let wb = k.inodes[a].wb;
+        k.wbs[wb].reclaimable = 10_000;
+        (k, a, b)
+    }
+
     /// `ext4_submit_pages` makes one bio of physically contiguous pieces and
     /// starts a new one where the blocks jump: one file alone gets one bio
     /// across a window boundary, two files allocating in turn get two.
     #[test]
     fn a_bio_ends_where_the_blocks_jump() {
-        let mut k = machine();
-        let (a, b) = (k.create_inode(0), k.create_inode(0));
-        k.inodes[a].nr_pages_span = 10_000;
-        k.inodes[b].nr_pages_span = 10_000;
-        // the pages are dirty, then under writeback (the throttle may pass
-        // and complete a bio at once)
-        k.vm.nr_dirty = 10_000;
-        let wb = k.inodes[a].wb;
-        k.wbs[wb].reclaimable = 10_000;
+        let (mut k, a, b) = two_growing_files();
         let write = |k: &mut Kernel, ino, start, n| {
             k.start_writeback_range(ino, n);
             k.ext4_submit_pages(0, ino, start, n, 0);
@@ -474,13 +479,7 @@ mod tests {
     /// of them completes (ext4_end_bio -> ext4_release_io_end).
     #[test]
     fn a_round_is_one_io_end_whose_pages_end_writeback_together() {
-        let mut k = machine();
-        let (a, b) = (k.create_inode(0), k.create_inode(0));
-        k.inodes[a].nr_pages_span = 10_000;
-        k.inodes[b].nr_pages_span = 10_000;
-        k.vm.nr_dirty = 10_000;
-        let wb = k.inodes[a].wb;
-        k.wbs[wb].reclaimable = 10_000;
+        let (mut k, a, b) = two_growing_files();
         let sb = k.inodes[a].sb as usize;
         let reserved = |k: &Kernel| k.sbs[sb].ext4.as_ref().unwrap().journal.reserved;
         let rsv = k.sbs[sb].ext4.as_ref().unwrap().journal.rsv_per_handle;
