@@ -78,13 +78,7 @@ impl Request {
 
 impl Kernel {
     fn alloc_req(&mut self, r: Request) -> ReqId {
-        if let Some(id) = self.free_reqs.pop() {
-            self.reqs[id] = Some(r);
-            id
-        } else {
-            self.reqs.push(Some(r));
-            self.reqs.len() - 1
-        }
+        crate::sim::slot_insert(&mut self.reqs, &mut self.free_reqs, r)
     }
 
     /// `blk_start_plug`: returns true if this call installed the plug (only

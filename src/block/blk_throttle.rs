@@ -267,13 +267,19 @@ mod tests {
         assert_eq!(t.may_dispatch(MIB, now + 26, HZ), Ok(()));
     }
 
-    #[test]
-    fn dispatching_extends_then_trims_the_slice_before_6_18() {
-        let mut t = Throtl::new(50 * MIB, 0, HZ, false);
-        for now in [1000, 1020] {
+    /// Dispatch (and charge) one 1 MiB bio at each of `times` (jiffies),
+    /// each of which the budget must allow.
+    fn dispatch(t: &mut Throtl, times: &[u64]) {
+        for &now in times {
             t.may_dispatch(MIB, now, HZ).unwrap();
             t.charge(MIB, now, HZ);
         }
+    }
+
+    #[test]
+    fn dispatching_extends_then_trims_the_slice_before_6_18() {
+        let mut t = Throtl::new(50 * MIB, 0, HZ, false);
+        dispatch(&mut t, &[1000, 1020]);
         // the slice was extended to cover now + 25, rounded up to 25
         assert_eq!(
             (t.slice_start, t.slice_end, t.bytes_disp),
@@ -281,8 +287,7 @@ mod tests {
         );
         // at 1049 one whole slice has elapsed: its 5 MiB of allowance are
         // trimmed with it (3 MiB dispatched -> 0) and the slice starts at 1025
-        t.may_dispatch(MIB, 1049, HZ).unwrap();
-        t.charge(MIB, 1049, HZ);
+        dispatch(&mut t, &[1049]);
         assert_eq!((t.slice_start, t.slice_end, t.bytes_disp), (1025, 1075, 0));
     }
 
@@ -292,25 +297,20 @@ mod tests {
     #[test]
     fn the_6_18_trim_waits_for_two_slices_and_keeps_one() {
         let mut t = tg();
-        for now in [1000, 1020, 1049] {
-            t.may_dispatch(MIB, now, HZ).unwrap();
-            t.charge(MIB, now, HZ);
-        }
+        dispatch(&mut t, &[1000, 1020, 1049]);
         assert_eq!(
             (t.slice_start, t.slice_end, t.bytes_disp),
             (1000, 1075, 3 * MIB)
         );
         // elapsed 51 rounds up to 75 jiffies: 15 MiB allowed
-        t.may_dispatch(MIB, 1051, HZ).unwrap();
-        t.charge(MIB, 1051, HZ);
+        dispatch(&mut t, &[1051]);
         assert_eq!((t.slice_start, t.slice_end, t.bytes_disp), (1025, 1100, 0));
     }
 
     #[test]
     fn an_ended_idle_slice_starts_afresh() {
         let mut t = tg();
-        t.may_dispatch(MIB, 1000, HZ).unwrap();
-        t.charge(MIB, 1000, HZ);
+        dispatch(&mut t, &[1000]);
         assert_eq!(t.slice_end, 1025);
         assert_eq!(t.may_dispatch(MIB, 2000, HZ), Ok(()));
         assert_eq!((t.slice_start, t.slice_end, t.bytes_disp), (2000, 2025, 0));

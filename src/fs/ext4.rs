@@ -20,7 +20,7 @@ use crate::block::Bio;
 use crate::fs::InodePa;
 use crate::kernel::{InodeId, Kernel, Pid};
 
-pub type IoEndId = u32;
+pub type IoEndId = usize;
 
 /// `ext4_io_end_t` under dioread_nolock (ext4's default since 5.6): one per
 /// round of ext4_writepages (`mpd->io_submit.io_end`), shared by every bio
@@ -146,22 +146,17 @@ impl Kernel {
             count: 1,
             pages: 0,
         };
-        Some(match self.free_io_ends.pop() {
-            Some(id) => {
-                self.io_ends[id as usize] = Some(io);
-                id
-            }
-            None => {
-                self.io_ends.push(Some(io));
-                (self.io_ends.len() - 1) as IoEndId
-            }
-        })
+        Some(crate::sim::slot_insert(
+            &mut self.io_ends,
+            &mut self.free_io_ends,
+            io,
+        ))
     }
 
     /// `ext4_end_bio` for a bio of an io_end: its pages wait for the
     /// io_end's conversion.
     pub fn ext4_io_end_bio_done(&mut self, id: IoEndId, pages: u64) {
-        self.io_ends[id as usize].as_mut().expect("io_end").pages += pages;
+        self.io_ends[id].as_mut().expect("io_end").pages += pages;
         self.ext4_put_io_end(id);
     }
 
@@ -169,12 +164,12 @@ impl Kernel {
     /// round's extents with its reserved handle and ends writeback for the
     /// pages of all its bios.
     fn ext4_put_io_end(&mut self, id: IoEndId) {
-        let io = self.io_ends[id as usize].as_mut().expect("io_end");
+        let io = self.io_ends[id].as_mut().expect("io_end");
         io.count -= 1;
         if io.count > 0 {
             return;
         }
-        let io = self.io_ends[id as usize].take().expect("io_end");
+        let io = self.io_ends[id].take().expect("io_end");
         self.free_io_ends.push(id);
         self.ext4_end_io_conversion(io.ino, u64::from(io.rsv));
         if io.pages > 0 {
@@ -195,7 +190,7 @@ impl Kernel {
     ) -> bool {
         let spp = self.page_size() / 512;
         if let Some(io) = io_end {
-            self.io_ends[io as usize].as_mut().expect("io_end").count += 1;
+            self.io_ends[io].as_mut().expect("io_end").count += 1;
         }
         let bio = Bio {
             dev: self.sbs[self.inodes[ino].sb as usize].dev,
@@ -497,8 +492,8 @@ mod tests {
         assert_eq!(k.devs[0].stat.bios_submitted - before, 2, "two bios");
         assert_eq!(reserved(&k), r0 + rsv, "one reservation per round");
         assert_eq!(k.io_ends.iter().flatten().count(), in_flight + 1);
-        let id = k.io_ends.iter().rposition(|io| io.is_some()).unwrap() as u32;
-        let io = k.io_ends[id as usize].as_ref().unwrap();
+        let id = k.io_ends.iter().rposition(|io| io.is_some()).unwrap();
+        let io = k.io_ends[id].as_ref().unwrap();
         assert_eq!(
             (io.ino, io.count, io.pages),
             (a, 2, 0),
@@ -513,6 +508,6 @@ mod tests {
         k.ext4_io_end_bio_done(id, 1000);
         assert_eq!(k.inodes[a].nr_writeback, wb_pages - 2048);
         assert_eq!(reserved(&k), r0);
-        assert!(k.io_ends[id as usize].is_none());
+        assert!(k.io_ends[id].is_none());
     }
 }

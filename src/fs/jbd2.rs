@@ -349,8 +349,9 @@ impl Kernel {
         Some(rsv)
     }
 
-    /// Reserve credits for one io_end of `ino` (a writeback bio): returns
-    /// what the bio carries until its completion converts the extent.
+    /// Reserve credits for one io_end of `ino` (a round of writepages):
+    /// returns what the io_end holds until its last bio completes and the
+    /// conversion gives them back.
     pub fn ext4_reserve_io(&mut self, ino: InodeId) -> u32 {
         if self.inodes[ino].bdev {
             return 0;

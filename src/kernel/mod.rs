@@ -452,13 +452,7 @@ impl Kernel {
     }
 
     pub fn alloc_bio(&mut self, bio: Bio) -> BioId {
-        if let Some(id) = self.free_bios.pop() {
-            self.bios[id] = Some(bio);
-            id
-        } else {
-            self.bios.push(Some(bio));
-            self.bios.len() - 1
-        }
+        crate::sim::slot_insert(&mut self.bios, &mut self.free_bios, bio)
     }
 
     pub fn free_bio(&mut self, id: BioId) -> Bio {

@@ -411,6 +411,18 @@ impl<E: Copy> EventQueue<E> {
     }
 }
 
+/// Put `x` in a free slot of `slots` (the last one freed) or a new one at
+/// the end, and return its index: the bio, request and io_end tables.
+pub fn slot_insert<T>(slots: &mut Vec<Option<T>>, free: &mut Vec<usize>, x: T) -> usize {
+    if let Some(id) = free.pop() {
+        slots[id] = Some(x);
+        id
+    } else {
+        slots.push(Some(x));
+        slots.len() - 1
+    }
+}
+
 /// Ask the CPU to bring the cache lines of `len` bytes at `p` into the
 /// cache: a hint with no effect on what the program computes.
 #[inline(always)]
