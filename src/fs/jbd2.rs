@@ -14,9 +14,10 @@
 //!
 //! A handle adds the blocks it dirties to the running transaction (each
 //! block once per transaction). Each writeback bio (an io_end) holds
-//! reserved credits (`rsv_blocks`, 30 on a 16 GiB filesystem) until its
-//! conversion; at most half a transaction may be reserved, so ext4 keeps
-//! about 136 small-file bios in flight and the flusher waits for more
+//! reserved credits (`rsv_blocks`: 18 with 6.18's 2 MiB folios, 30 on a
+//! 16 GiB filesystem with 4 KiB folios) until its conversion; at most half a
+//! transaction may be reserved, so with a 128 MiB journal ext4 keeps about
+//! 4096 / 18 = 227 small-file bios in flight and the flusher waits for more
 //! (`j_wait_reserved`). The transaction commits `commit` seconds after its
 //! first block (`j_commit_interval`, 5 s) or when its logged blocks plus
 //! the reserved credits reach a quarter of the journal
@@ -131,15 +132,32 @@ impl Journal {
     }
 }
 
-/// ext4's `rsv_blocks` for a writeback handle with dioread_nolock:
-/// 1 + `ext4_chunk_trans_blocks(inode, 1)` = 1 + index blocks (2 x
-/// EXT4_MAX_EXTENT_DEPTH = 10) + bitmaps (min(10 + 1, groups)) + group
-/// descriptor blocks (min(11, s_gdb_count)) + EXT4_XATTR_TRANS_BLOCKS (6;
-/// no quota). 30 on the rig's 16 GiB filesystem.
-pub fn ext4_rsv_blocks(fs_blocks: u64) -> u64 {
+/// ext4's `rsv_blocks` for a writeback handle with dioread_nolock
+/// (`ext4_do_writepages`), in 4 KiB blocks. Both rules charge the extent
+/// tree at its worst depth (EXT4_MAX_EXTENT_DEPTH = 5,
+/// `ext4_ext_index_trans_blocks`).
+///
+/// - With large folios (`max_folio` > 4 KiB; 6.16.3 and later, Zhang Yi's
+///   "ext4: correct the reserved credits for extent conversion"): up to one
+///   extent per block of the largest folio, index and leaf blocks only:
+///   1 + 3 x 5 + ceil(blocks per folio / 340 extents per leaf block). 18
+///   with 2 MiB folios, as the rig's 6.18 kernel reserves
+///   (`ext4_journal_start_inode ... rsv_blocks 18`, 678 of 678 handles of
+///   100 dd; ../rigdata/x15/rsv100).
+/// - With 4 KiB folios (before): 1 + `ext4_chunk_trans_blocks(inode, 1)` =
+///   1 + index blocks (2 x 5) + bitmaps (min(10 + 1, groups)) + group
+///   descriptor blocks (min(11, s_gdb_count)) + EXT4_XATTR_TRANS_BLOCKS (6;
+///   no quota). 30 on the rig's 16 GiB filesystem.
+pub fn ext4_rsv_blocks(fs_blocks: u64, folio_blocks: u64) -> u64 {
+    const MAX_DEPTH: u64 = 5;
+    if folio_blocks > 1 {
+        // (4096 - 12-byte header) / 12-byte extent entries
+        let extents_per_leaf = (4096 - 12) / 12;
+        return 1 + 3 * MAX_DEPTH + folio_blocks.div_ceil(extents_per_leaf);
+    }
     let groups = fs_blocks.div_ceil(32768);
     let gdb_count = (groups * 64).div_ceil(4096);
-    1 + 10 + 11u64.min(groups) + 11u64.min(gdb_count) + 6
+    1 + 2 * MAX_DEPTH + (2 * MAX_DEPTH + 1).min(groups) + (2 * MAX_DEPTH + 1).min(gdb_count) + 6
 }
 
 /// ext4's on-disk metadata layout and state, per superblock: per group,
@@ -223,7 +241,7 @@ impl Kernel {
                 rsv_per_handle: if self.sc.run.dirty_throttle
                     == crate::scenario::ThrottlePolicy::IoLess
                 {
-                    ext4_rsv_blocks(agcount * ag_blocks)
+                    ext4_rsv_blocks(agcount * ag_blocks, self.sbs[sb].max_folio_pages)
                 } else {
                     0
                 },
@@ -321,7 +339,7 @@ impl Kernel {
     /// A writeback handle (`reserve`) also takes reserved credits for the
     /// conversion after its IO; with half a transaction reserved it waits
     /// for conversions to return some (`j_wait_reserved`). This is what
-    /// paces ext4 small-file writeback on the rig: ~136 inodes in flight.
+    /// paces ext4 small-file writeback on the rig: ~227 inodes in flight.
     /// Returns the credits a handle reserves (taken per io_end by
     /// `ext4_reserve_io`).
     pub fn jbd2_handle_start(&mut self, sb: usize, pid: Pid, reserve: bool) -> Option<u64> {
@@ -475,9 +493,15 @@ mod tests {
     fn reserved_credits_per_writeback_handle() {
         // the rig's 16 GiB filesystem: 128 groups, 2 descriptor blocks:
         // 1 + 10 + 11 + 2 + 6
-        assert_eq!(ext4_rsv_blocks(4 << 20), 30);
+        assert_eq!(ext4_rsv_blocks(4 << 20, 1), 30);
         // a 1 TiB one: 8192 groups, 128 descriptor blocks
-        assert_eq!(ext4_rsv_blocks(256 << 20), 39);
+        assert_eq!(ext4_rsv_blocks(256 << 20, 1), 39);
+        // large folios: the folio's blocks, not the filesystem, count.
+        // 2 MiB = 512 blocks need 2 leaf blocks: 1 + 15 + 2 (the rig's 6.18)
+        assert_eq!(ext4_rsv_blocks(4 << 20, 512), 18);
+        assert_eq!(ext4_rsv_blocks(256 << 20, 512), 18);
+        // 1 MiB = 256 blocks fit one leaf block
+        assert_eq!(ext4_rsv_blocks(4 << 20, 256), 17);
     }
 
     #[test]
