@@ -80,6 +80,8 @@ pub enum Body {
     Dd(DdWriter),
     FsMark(Box<crate::workload::fs_mark::FsMarkThread>),
     Flusher(Box<FlusherState>),
+    /// The parent that starts a job's tasks one after another.
+    Launcher(Box<crate::workload::Launcher>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -286,7 +288,7 @@ impl Kernel {
         let idx = self.tasks.len();
         let pid = match body {
             Body::Flusher(_) | Body::Kworker | Body::Loop(_) => 200 + idx as u32,
-            Body::Dd(_) | Body::FsMark(_) => 1000 + idx as u32,
+            Body::Dd(_) | Body::FsMark(_) | Body::Launcher(_) => 1000 + idx as u32,
         };
         let cpu = idx % self.cpus.len();
         self.tasks.push(Task {

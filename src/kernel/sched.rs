@@ -714,6 +714,10 @@ impl Kernel {
                 let a = self.flusher_step(pid, &mut f);
                 (super::Body::Flusher(f), a)
             }
+            super::Body::Launcher(mut l) => {
+                let a = self.launcher_step(&mut l);
+                (super::Body::Launcher(l), a)
+            }
         };
         self.tasks[pid].body = Some(body);
         action

@@ -64,6 +64,10 @@ pub struct CpuCost {
     pub wakeup_jitter: Ns,
     /// CFS/EEVDF slice before a busy task is preempted by a waiting one.
     pub sched_slice: Ns,
+    /// CPU time a job's launcher spends starting each of its tasks (fork,
+    /// exec and the wait for it, as a shell loop or `wbsim live` does). 0:
+    /// every task of a job starts at the job's start time.
+    pub fork: Ns,
     /// How much the work of one burst of a workload task varies, in
     /// percent: each burst costs its estimate times a factor drawn
     /// uniformly from [1 - spread/100, 1 + spread/100] (seeded PRNG, steps
@@ -95,6 +99,7 @@ impl CpuCost {
             bdp_call: s(self.bdp_call),
             wakeup: s(self.wakeup),
             wakeup_jitter: self.wakeup_jitter,
+            fork: s(self.fork),
             sched_slice: self.sched_slice,
             spread: self.spread,
         }
@@ -751,6 +756,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         wakeup: r.cost("machine.cost.wakeup", 3 * NSEC_PER_USEC)?,
         wakeup_jitter: r.cost("machine.cost.wakeup_jitter", 30 * NSEC_PER_USEC)?,
         sched_slice: r.cost("machine.cost.sched_slice", 3 * NSEC_PER_MSEC)?,
+        fork: r.cost("machine.cost.fork", 0)?,
         spread: r
             .uint("machine.cost.spread", 0, 90)?
             .map(|x| x.0)
