@@ -137,7 +137,8 @@ impl Journal {
 /// tree at its worst depth (EXT4_MAX_EXTENT_DEPTH = 5,
 /// `ext4_ext_index_trans_blocks`).
 ///
-/// - With large folios (`max_folio` > 4 KiB; 6.16.3 and later, Zhang Yi's
+/// - With large folios (`max_folio` larger than a page; 6.16.3 and later,
+///   `large_folio_blocks` is the largest folio in blocks; Zhang Yi's
 ///   "ext4: correct the reserved credits for extent conversion"): up to one
 ///   extent per block of the largest folio, index and leaf blocks only:
 ///   1 + 3 x 5 + ceil(blocks per folio / 340 extents per leaf block). 18
@@ -148,12 +149,12 @@ impl Journal {
 ///   1 + index blocks (2 x 5) + bitmaps (min(10 + 1, groups)) + group
 ///   descriptor blocks (min(11, s_gdb_count)) + EXT4_XATTR_TRANS_BLOCKS (6;
 ///   no quota). 30 on the rig's 16 GiB filesystem.
-pub fn ext4_rsv_blocks(fs_blocks: u64, folio_blocks: u64) -> u64 {
+pub fn ext4_rsv_blocks(fs_blocks: u64, large_folio_blocks: Option<u64>) -> u64 {
     const MAX_DEPTH: u64 = 5;
-    if folio_blocks > 1 {
+    if let Some(bpf) = large_folio_blocks {
         // (4096 - 12-byte header) / 12-byte extent entries
         let extents_per_leaf = (4096 - 12) / 12;
-        return 1 + 3 * MAX_DEPTH + folio_blocks.div_ceil(extents_per_leaf);
+        return 1 + 3 * MAX_DEPTH + bpf.div_ceil(extents_per_leaf);
     }
     let groups = fs_blocks.div_ceil(32768);
     let gdb_count = (groups * 64).div_ceil(4096);
@@ -241,7 +242,9 @@ impl Kernel {
                 rsv_per_handle: if self.sc.run.dirty_throttle
                     == crate::scenario::ThrottlePolicy::IoLess
                 {
-                    ext4_rsv_blocks(agcount * ag_blocks, self.sbs[sb].max_folio_pages)
+                    let folio_pages = self.sbs[sb].max_folio_pages;
+                    let large = (folio_pages > 1).then(|| folio_pages * self.page_size() / 4096);
+                    ext4_rsv_blocks(agcount * ag_blocks, large)
                 } else {
                     0
                 },
@@ -493,15 +496,15 @@ mod tests {
     fn reserved_credits_per_writeback_handle() {
         // the rig's 16 GiB filesystem: 128 groups, 2 descriptor blocks:
         // 1 + 10 + 11 + 2 + 6
-        assert_eq!(ext4_rsv_blocks(4 << 20, 1), 30);
+        assert_eq!(ext4_rsv_blocks(4 << 20, None), 30);
         // a 1 TiB one: 8192 groups, 128 descriptor blocks
-        assert_eq!(ext4_rsv_blocks(256 << 20, 1), 39);
+        assert_eq!(ext4_rsv_blocks(256 << 20, None), 39);
         // large folios: the folio's blocks, not the filesystem, count.
         // 2 MiB = 512 blocks need 2 leaf blocks: 1 + 15 + 2 (the rig's 6.18)
-        assert_eq!(ext4_rsv_blocks(4 << 20, 512), 18);
-        assert_eq!(ext4_rsv_blocks(256 << 20, 512), 18);
+        assert_eq!(ext4_rsv_blocks(4 << 20, Some(512)), 18);
+        assert_eq!(ext4_rsv_blocks(256 << 20, Some(512)), 18);
         // 1 MiB = 256 blocks fit one leaf block
-        assert_eq!(ext4_rsv_blocks(4 << 20, 256), 17);
+        assert_eq!(ext4_rsv_blocks(4 << 20, Some(256)), 17);
     }
 
     #[test]

@@ -81,7 +81,7 @@ pub enum Body {
     FsMark(Box<crate::workload::fs_mark::FsMarkThread>),
     Flusher(Box<FlusherState>),
     /// The parent that starts a job's tasks one after another.
-    Launcher(Box<crate::workload::Launcher>),
+    Launcher(crate::workload::Launcher),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,10 +13,9 @@ use crate::scenario::JobKind;
 /// only after 0.55-0.65 s, 10 after 0.05-0.1 s.
 #[derive(Clone, Debug)]
 pub struct Launcher {
-    /// The tasks to start, in order.
-    pub children: Vec<Pid>,
-    /// How many have been started.
-    pub started: usize,
+    /// The tasks still to start, in order (a job's tasks are created one
+    /// after another, so their pids are consecutive).
+    pub pending: std::ops::Range<Pid>,
     /// The CPU for the next child's fork has been spent.
     pub forked: bool,
 }
@@ -63,7 +62,7 @@ impl Kernel {
                 }
                 &JobKind::Dd { bs, size } => {
                     let sb = job.filesystem;
-                    let mut children = Vec::new();
+                    let first = self.tasks.len();
                     for _ in 0..job.numjobs {
                         let ino = self.create_inode(sb);
                         let ps = self.page_size();
@@ -77,20 +76,19 @@ impl Kernel {
                             ps,
                             self.sbs[sb].max_folio_pages,
                         );
-                        let pid = self.new_task("dd".into(), Body::Dd(w), Some(ji));
-                        children.push(pid);
+                        self.new_task("dd".into(), Body::Dd(w), Some(ji));
                     }
+                    let children = first..self.tasks.len();
                     if self.sc.machine.cost.fork == 0 {
                         for pid in children {
                             start_at(self, pid, job.start);
                         }
                     } else {
                         let l = Launcher {
-                            children,
-                            started: 0,
+                            pending: children,
                             forked: false,
                         };
-                        let pid = self.new_task("sh".into(), Body::Launcher(Box::new(l)), None);
+                        let pid = self.new_task("sh".into(), Body::Launcher(l), None);
                         // a user task (in the session's autogroup), not in
                         // the job's figures
                         self.tasks[pid].kthread = false;
@@ -106,13 +104,11 @@ impl Kernel {
     /// The launcher after a burst: start the child whose fork it has just
     /// paid for, then fork the next one, or exit after the last.
     pub fn launcher_step(&mut self, l: &mut Launcher) -> Action {
-        if l.forked {
-            let child = l.children[l.started];
+        if std::mem::take(&mut l.forked) {
+            let child = l.pending.next().expect("a fork paid for a child");
             self.start_task(child);
-            l.started += 1;
-            l.forked = false;
         }
-        if l.started == l.children.len() {
+        if l.pending.is_empty() {
             return Action::Exit;
         }
         l.forked = true;
