@@ -691,15 +691,10 @@ impl Kernel {
         if self.ended {
             return Action::Block;
         }
-        // a dd writer's state is copied out and back (it is small and
-        // inline); the other bodies are taken and put back
-        if let Some(super::Body::Dd(d)) = &self.tasks[pid].body {
-            let mut d = *d;
-            let a = self.dd_step(pid, &mut d);
-            if let Some(super::Body::Dd(slot)) = &mut self.tasks[pid].body {
-                *slot = d;
-            }
-            return a;
+        // a dd writer's state is stepped in place (it is read at every
+        // wakeup); the other bodies are taken and put back
+        if let Some(super::Body::Dd(_)) = &self.tasks[pid].body {
+            return self.dd_step(pid);
         }
         let body = self.tasks[pid].body.take().expect("task body in use");
         let (body, action) = match body {

@@ -137,6 +137,9 @@ const STEPS: usize = 1 << (BUCKET_SHIFT - STEP_SHIFT);
 pub struct FarQueue<E> {
     runs: Vec<std::collections::VecDeque<(u128, E)>>,
     heap: std::collections::BinaryHeap<Far<E>>,
+    /// The earliest key (looked at every time the ring moves on a bucket,
+    /// far more often than the far queue changes).
+    first: Option<u128>,
 }
 
 /// FIFO runs of the far queue.
@@ -147,6 +150,7 @@ impl<E> Default for FarQueue<E> {
         FarQueue {
             runs: Vec::new(),
             heap: Default::default(),
+            first: None,
         }
     }
 }
@@ -156,6 +160,7 @@ impl<E> FarQueue<E> {
         run.back().expect("runs are never empty").0
     }
     fn push(&mut self, key: u128, ev: E) {
+        self.first = Some(self.first.map_or(key, |f| f.min(key)));
         let run = (0..self.runs.len())
             .filter(|&i| Self::last_key(&self.runs[i]) < key)
             .max_by_key(|&i| Self::last_key(&self.runs[i]));
@@ -173,10 +178,16 @@ impl<E> FarQueue<E> {
             .chain(heap)
             .min_by_key(|&(k, _)| k)
     }
+    #[inline]
     fn first(&self) -> Option<u128> {
-        self.first_at().map(|(k, _)| k)
+        self.first
     }
     fn pop(&mut self) -> Option<(u128, E)> {
+        let e = self.take_first();
+        self.first = self.first_at().map(|(k, _)| k);
+        e
+    }
+    fn take_first(&mut self) -> Option<(u128, E)> {
         match self.first_at()? {
             (_, Some(i)) => {
                 let e = self.runs[i].pop_front();

@@ -88,17 +88,38 @@ fn per_unit_ceil(x: u64, unit: u64) -> u64 {
 }
 
 impl Kernel {
-    pub fn dd_step(&mut self, pid: Pid, d: &mut DdWriter) -> Action {
-        let wb = d.wb as usize;
+    /// Task `pid`'s dd state, in place in its task.
+    #[inline]
+    fn dd(&mut self, pid: Pid) -> &mut DdWriter {
+        match &mut self.tasks[pid].body {
+            Some(crate::kernel::Body::Dd(d)) => d,
+            _ => unreachable!("task {pid} is not a dd writer"),
+        }
+    }
+
+    /// Run dd writer `pid` until it needs the CPU, sleeps or exits. Its
+    /// state stays in its task: the constants are read once, the stage
+    /// and position written back as they change.
+    pub fn dd_step(&mut self, pid: Pid) -> Action {
+        let DdWriter {
+            ino,
+            wb,
+            bs_pages,
+            unit_pages,
+            limit,
+            end_time,
+            ..
+        } = *self.dd(pid);
+        let wb = wb as usize;
         loop {
-            match d.stage {
+            match self.dd(pid).stage {
                 Stage::Done => return Action::Exit,
                 Stage::Throttled { rest } => match self.throttle_resume(pid, wb) {
                     ThrottleStep::Sleep(at) => return Action::SleepUntil(at),
                     ThrottleStep::Cpu(ns) => return Action::Cpu { user: 0, sys: ns },
                     ThrottleStep::Block => return Action::Block,
                     ThrottleStep::Done => {
-                        d.stage = if rest > 0 {
+                        self.dd(pid).stage = if rest > 0 {
                             Stage::Dirtying { pages: rest }
                         } else {
                             Stage::Ready
@@ -109,66 +130,65 @@ impl Kernel {
                     // The batch: whole units, the last of which ends with the
                     // check that may enter balance_dirty_pages.
                     let mut left = pages;
+                    let mut pos = self.dd(pid).pos;
                     let ps = self.page_size();
                     // Units whose check cannot reach balance_dirty_pages are
                     // dirtied in one step (the check does nothing for them).
                     let until = self.throttle_pages_until_check(pid, wb);
-                    let mut quiet = (per_unit(until - 1, d.unit_pages) * d.unit_pages)
-                        .min(left.saturating_sub(d.unit_pages));
+                    let mut quiet = (per_unit(until - 1, unit_pages) * unit_pages)
+                        .min(left.saturating_sub(unit_pages));
                     // They go with the first checked unit when one call
                     // does the same as two.
-                    if quiet > 0 && !self.filemap_dirty_in_one_call(quiet + d.unit_pages) {
-                        self.filemap_dirty_range(pid, d.ino, d.pos, quiet);
-                        d.pos += quiet;
+                    if quiet > 0 && !self.filemap_dirty_in_one_call(quiet + unit_pages) {
+                        self.filemap_dirty_range(pid, ino, pos, quiet);
+                        pos += quiet;
                         left -= quiet;
                         self.tasks[pid].wchar += quiet * ps;
                         quiet = 0;
                     }
                     while left > 0 {
-                        let n = (std::mem::take(&mut quiet) + d.unit_pages).min(left);
-                        self.filemap_dirty_range(pid, d.ino, d.pos, n);
-                        d.pos += n;
+                        let n = (std::mem::take(&mut quiet) + unit_pages).min(left);
+                        self.filemap_dirty_range(pid, ino, pos, n);
+                        pos += n;
                         left -= n;
                         self.tasks[pid].wchar += n * ps;
                         // Normally only the batch's last unit is throttled; if
                         // the limits moved mid-batch, the rest follows after.
-                        match self.throttle_check(pid, wb) {
-                            ThrottleStep::Done => {}
-                            ThrottleStep::Sleep(at) => {
-                                d.stage = Stage::Throttled { rest: left };
-                                return Action::SleepUntil(at);
-                            }
-                            ThrottleStep::Cpu(ns) => {
-                                d.stage = Stage::Throttled { rest: left };
-                                return Action::Cpu { user: 0, sys: ns };
-                            }
-                            ThrottleStep::Block => {
-                                d.stage = Stage::Throttled { rest: left };
-                                return Action::Block;
-                            }
-                        }
+                        let action = match self.throttle_check(pid, wb) {
+                            ThrottleStep::Done => continue,
+                            ThrottleStep::Sleep(at) => Action::SleepUntil(at),
+                            ThrottleStep::Cpu(ns) => Action::Cpu { user: 0, sys: ns },
+                            ThrottleStep::Block => Action::Block,
+                        };
+                        let d = self.dd(pid);
+                        d.pos = pos;
+                        d.stage = Stage::Throttled { rest: left };
+                        return action;
                     }
+                    let d = self.dd(pid);
+                    d.pos = pos;
                     d.stage = Stage::Ready;
                 }
                 Stage::Ready => {
                     let now = self.now();
-                    if now >= d.end_time || d.pos >= d.limit {
-                        d.stage = Stage::Done;
+                    let pos = self.dd(pid).pos;
+                    if now >= end_time || pos >= limit {
+                        self.dd(pid).stage = Stage::Done;
                         continue;
                     }
                     // units until the next check enters balance_dirty_pages
                     let until = self.throttle_pages_until_check(pid, wb);
-                    let mut units = per_unit_ceil(until, d.unit_pages).max(1);
-                    if d.limit != u64::MAX {
-                        units = units.min(per_unit_ceil(d.limit - d.pos, d.unit_pages));
+                    let mut units = per_unit_ceil(until, unit_pages).max(1);
+                    if limit != u64::MAX {
+                        units = units.min(per_unit_ceil(limit - pos, unit_pages));
                     }
-                    let pages = units * d.unit_pages;
+                    let pages = units * unit_pages;
                     // write() calls that start inside this batch
-                    let first = per_unit_ceil(d.pos, d.bs_pages);
-                    let last = per_unit_ceil(d.pos + pages, d.bs_pages);
+                    let first = per_unit_ceil(pos, bs_pages);
+                    let last = per_unit_ceil(pos + pages, bs_pages);
                     let syscalls = last - first;
                     // pages past the end of the file's cache are allocated
-                    let new_pages = self.inodes[d.ino].pages_past_span(d.pos, pages);
+                    let new_pages = self.inodes[ino].pages_past_span(pos, pages);
                     let host = self.page_alloc_host_cost(new_pages);
                     let c = &self.sc.machine.cost;
                     let kib = pages * self.page_size() / 1024;
@@ -179,7 +199,7 @@ impl Kernel {
                         + pages * c.page_cache_insert
                         + host
                         + c.bdp_call;
-                    d.stage = Stage::Dirtying { pages };
+                    self.dd(pid).stage = Stage::Dirtying { pages };
                     return Action::Cpu {
                         user: syscalls * 200,
                         sys,
