@@ -101,16 +101,7 @@ impl Kernel {
     /// state stays in its task: the constants are read once, the stage
     /// and position written back as they change.
     pub fn dd_step(&mut self, pid: Pid) -> Action {
-        let DdWriter {
-            ino,
-            wb,
-            bs_pages,
-            unit_pages,
-            limit,
-            end_time,
-            ..
-        } = *self.dd(pid);
-        let wb = wb as usize;
+        let wb = self.dd(pid).wb as usize;
         loop {
             match self.dd(pid).stage {
                 Stage::Done => return Action::Exit,
@@ -130,7 +121,12 @@ impl Kernel {
                     // The batch: whole units, the last of which ends with the
                     // check that may enter balance_dirty_pages.
                     let mut left = pages;
-                    let mut pos = self.dd(pid).pos;
+                    let DdWriter {
+                        ino,
+                        unit_pages,
+                        mut pos,
+                        ..
+                    } = *self.dd(pid);
                     let ps = self.page_size();
                     // Units whose check cannot reach balance_dirty_pages are
                     // dirtied in one step (the check does nothing for them).
@@ -171,7 +167,15 @@ impl Kernel {
                 }
                 Stage::Ready => {
                     let now = self.now();
-                    let pos = self.dd(pid).pos;
+                    let DdWriter {
+                        ino,
+                        bs_pages,
+                        unit_pages,
+                        pos,
+                        limit,
+                        end_time,
+                        ..
+                    } = *self.dd(pid);
                     if now >= end_time || pos >= limit {
                         self.dd(pid).stage = Stage::Done;
                         continue;
