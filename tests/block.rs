@@ -63,13 +63,17 @@ impl Figures for wbsim::metrics::DevSummary {
 /// 50 MiB/s blk-throttle cap): the cap holds, and the throttle's dispatch
 /// work re-merges queued bios under its plug, so requests are far larger
 /// than a file (kernel 6.18 on the rig: 327.8 KiB average, 4894 IOs).
+/// The cap is checked over 26 s: 6.18 charges metadata bios to the budget
+/// but never queues them, so over a few seconds a burst of inode writeback
+/// can take the device past the cap (52 MiB/s over 4-12 s, 12.8 of it
+/// metadata), to be paid back by the data that waits after it.
 #[test]
 fn throttled_small_files_hold_the_cap_and_merge_in_the_dispatcher() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/examples/rig/smallfile-throttled.toml"
     );
-    let sets: Vec<String> = vec!["run.duration=12s".into(), "run.warmup=4s".into()];
+    let sets: Vec<String> = vec!["run.duration=30s".into(), "run.warmup=4s".into()];
     let s = simulate(&Scenario::load_file(path, &sets).unwrap(), false, |_, _| {}).summary;
     let d = s.devices.iter().find(|d| d.name == "loop0").unwrap();
     assert!(

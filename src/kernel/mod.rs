@@ -34,6 +34,9 @@ pub enum Ev {
     CpuSlice { cpu: u32, gen: u32 },
     /// A sleeping task's timer fires (stale if the task's `gen` moved on).
     Wake { pid: u32, gen: u32 },
+    /// A CPU's timer softirq of a tick runs the task timers of its base that
+    /// expire on it (`Kernel::timer_slots[slot]`).
+    TimerTick { slot: u32 },
     /// The wb's writeback work item runs (`wb_workfn` queued on a workqueue).
     WbWorkfn { wb: u32, gen: u32 },
     /// The fprop aging timer (`writeout_period`).
@@ -212,6 +215,10 @@ pub struct Kernel {
     /// Count events by kind (WBSIM_EVCOUNT=1 in the environment), for
     /// performance work.
     pub count_events: bool,
+    /// Task timers by CPU and the tick they expire on (slot `cpu *
+    /// TIMER_SLOTS + jiffies % TIMER_SLOTS`): (pid, gen) in the order they
+    /// were armed. A slot that holds any has its `TimerTick` event queued.
+    pub timer_slots: Vec<Vec<(u32, u32)>>,
     pub evcount: std::collections::BTreeMap<String, u64>,
 }
 
@@ -270,6 +277,7 @@ impl Kernel {
             fsmark: Vec::new(),
             end: sc.run.duration,
             ended: false,
+            timer_slots: Vec::new(),
             count_events: std::env::var_os("WBSIM_EVCOUNT").is_some(),
             evcount: Default::default(),
             sc,
@@ -350,6 +358,7 @@ impl Kernel {
                     self.wake_up_process(pid);
                 }
             }
+            Ev::TimerTick { slot } => self.run_timer_slot(slot as usize),
             Ev::WbWorkfn { wb, gen } => self.wb_workfn_fire(wb as usize, gen),
             Ev::WriteoutPeriod => self.writeout_period(),
             Ev::BwDwork { wb } => self.wb_update_bandwidth_dwork(wb as usize),

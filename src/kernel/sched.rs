@@ -68,6 +68,10 @@ pub struct Cpu {
     pub gvr: u64,
 }
 
+/// Ticks of task timers kept on the wheel (`Kernel::timer_slots`); a
+/// longer sleep queues its own wakeup.
+const TIMER_SLOTS: usize = 256;
+
 impl Kernel {
     /// The running task's vruntime now.
     fn cur_vruntime(&self, cpu: usize, pid: Pid) -> u64 {
@@ -647,15 +651,17 @@ impl Kernel {
                 t.nvcsw += 1;
                 t.gen = t.gen.wrapping_add(1);
                 let gen = t.gen;
-                let j = self.sc.machine.cost.wakeup_jitter;
-                let jitter = if j > 0 { self.rng.below(j) } else { 0 };
-                self.q.schedule(
-                    at.max(self.q.now()) + jitter,
-                    Ev::Wake {
-                        pid: pid as u32,
-                        gen,
-                    },
-                );
+                if !self.arm_tick_timer(pid, gen, at) {
+                    let j = self.sc.machine.cost.wakeup_jitter;
+                    let jitter = if j > 0 { self.rng.below(j) } else { 0 };
+                    self.q.schedule(
+                        at.max(self.q.now()) + jitter,
+                        Ev::Wake {
+                            pid: pid as u32,
+                            gen,
+                        },
+                    );
+                }
             }
             Action::Block => {
                 t.state = RunState::Sleeping;
@@ -664,6 +670,58 @@ impl Kernel {
             }
             Action::Exit => t.state = RunState::Dead,
             Action::Cpu { .. } => unreachable!("a burst is not an exit"),
+        }
+    }
+
+    /// Arm task `pid`'s timer for a tick in the future, `at` being the
+    /// tick's start: the timer joins the others of its CPU's timer base
+    /// that expire on that tick (`enqueue_timer`). That CPU's timer softirq
+    /// for the tick (`run_timer_slot`) then wakes them all, up to
+    /// `wakeup_jitter` late. False if `at` is not a
+    /// tick to come within `TIMER_SLOTS` ticks (the caller queues a wakeup
+    /// of its own).
+    fn arm_tick_timer(&mut self, pid: Pid, gen: u32, at: Ns) -> bool {
+        let now = self.q.now();
+        if at <= now {
+            return false;
+        }
+        let j = self.jif.at_far(at);
+        if self.jif.start_of(j) != at || j - self.jif.at(now) >= TIMER_SLOTS as u64 {
+            return false;
+        }
+        if self.timer_slots.is_empty() {
+            self.timer_slots = vec![Vec::new(); TIMER_SLOTS];
+        }
+        let slot = (j % TIMER_SLOTS as u64) as usize;
+        if self.timer_slots[slot].is_empty() {
+            let w = self.sc.machine.cost.wakeup_jitter;
+            let late = if w > 0 { self.rng.below(w) } else { 0 };
+            self.q
+                .schedule(at + late, Ev::TimerTick { slot: slot as u32 });
+        }
+        self.timer_slots[slot].push((pid as u32, gen));
+        true
+    }
+
+    /// A CPU's timer softirq for a tick (`expire_timers`): the tick's task
+    /// timers fire newest first, as the wheel's bucket lists are walked
+    /// from their head, where `enqueue_timer` adds a timer. Each wakes its
+    /// task unless the task was woken or its timer rearmed since.
+    pub(super) fn run_timer_slot(&mut self, slot: usize) {
+        let mut timers = std::mem::take(&mut self.timer_slots[slot]);
+        for i in (1..timers.len()).rev() {
+            let k = self.rng.below(i as u64 + 1) as usize;
+            timers.swap(i, k);
+        }
+        for &(pid, gen) in timers.iter() {
+            let pid = pid as usize;
+            if self.tasks[pid].gen == gen && self.tasks[pid].state == RunState::Sleeping {
+                self.wake_up_process(pid);
+            }
+        }
+        timers.clear();
+        if self.timer_slots[slot].is_empty() {
+            self.timer_slots[slot] = timers;
         }
     }
 
@@ -761,6 +819,50 @@ mod tests {
         k.tasks[p].deadline = deadline;
         k.rq_enqueue(p);
         p
+    }
+
+    #[test]
+    fn task_timers_of_one_tick_fire_together_newest_first() {
+        use crate::kernel::{Action, Ev, RunState};
+        let mut k = machine(1, "fifo");
+        // the CPU is taken: woken tasks queue in the order they are woken
+        let busy = k.new_task("busy".into(), Body::Kworker, None);
+        k.cpus[0].cur = Some(busy);
+        k.tasks[busy].state = RunState::Running;
+        let tick = k.jif.start_of(k.jiffies() + 50);
+        let ps: Vec<Pid> = (0..3)
+            .map(|i| k.new_task(format!("t{i}"), Body::Kworker, None))
+            .collect();
+        let before = k.q.len();
+        for &p in &ps {
+            k.set_sleep_state(p, Action::SleepUntil(tick));
+        }
+        // one softirq event for the three timers
+        assert_eq!(k.q.len(), before + 1);
+        // a time that is not a tick's start, or past the kept ticks: a
+        // wakeup of its own
+        let odd = k.new_task("odd".into(), Body::Kworker, None);
+        k.set_sleep_state(odd, Action::SleepUntil(tick + 1));
+        let far = k.new_task("far".into(), Body::Kworker, None);
+        let far_tick = k.jif.start_of(k.jiffies() + super::TIMER_SLOTS as u64);
+        k.set_sleep_state(far, Action::SleepUntil(far_tick));
+        assert_eq!(k.q.len(), before + 3);
+        // woken early (a signal, say): its timer no longer wakes it
+        k.wake_up_process(ps[1]);
+        let jitter = k.sc.machine.cost.wakeup_jitter;
+        let (at, slot) = loop {
+            if let (at, Ev::TimerTick { slot }) = k.q.pop().expect("the tick's event") {
+                break (at, slot);
+            }
+        };
+        assert!(at >= tick && at < tick + jitter.max(1));
+        k.run_timer_slot(slot as usize);
+        assert_eq!(
+            k.runqueue.iter().copied().collect::<Vec<_>>(),
+            [ps[1], ps[2], ps[0]]
+        );
+        assert!(k.timer_slots[slot as usize].is_empty());
+        assert_eq!(k.tasks[odd].state, RunState::Sleeping);
     }
 
     #[test]
