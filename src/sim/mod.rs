@@ -54,21 +54,19 @@ impl Jiffies {
     /// The value of the `jiffies` variable at time `t`.
     #[inline]
     pub fn at(&self, t: Ns) -> u64 {
-        let (start, end, j) = self.last.get();
-        if start <= t && t < end {
-            return j;
-        }
-        self.look_up(t)
+        self.cached(t).unwrap_or_else(|| self.look_up(t))
     }
     /// `at(t)` without remembering `t`'s jiffy: for a time far from the
     /// clock (a timer's expiry), which would push the current jiffy out.
     #[inline]
     pub fn at_far(&self, t: Ns) -> u64 {
+        self.cached(t).unwrap_or_else(|| self.compute(t))
+    }
+    /// The jiffy of `t` if it is the one last looked up.
+    #[inline]
+    fn cached(&self, t: Ns) -> Option<u64> {
         let (start, end, j) = self.last.get();
-        if start <= t && t < end {
-            return j;
-        }
-        self.compute(t)
+        (start <= t && t < end).then_some(j)
     }
     #[cold]
     fn look_up(&self, t: Ns) -> u64 {
