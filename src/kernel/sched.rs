@@ -713,6 +713,9 @@ impl Kernel {
             let k = self.rng.below(i as u64 + 1) as usize;
             timers.swap(i, k);
         }
+        for &(pid, _) in timers.iter() {
+            self.prefetch_task(pid as usize);
+        }
         for &(pid, gen) in timers.iter() {
             let pid = pid as usize;
             if self.tasks[pid].gen == gen && self.tasks[pid].state == RunState::Sleeping {
