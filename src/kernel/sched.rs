@@ -66,6 +66,10 @@ pub struct Cpu {
     /// Autogroup: the vruntime of the workload group's entity in this
     /// CPU's root run queue.
     pub gvr: u64,
+    /// The task that left this CPU and its `prev_state`, while the
+    /// `sched_switch` line that names its successor is still to be written
+    /// (kept only while that event is traced).
+    pub left: Option<(Pid, &'static str)>,
 }
 
 /// Ticks of task timers kept on the wheel (`Kernel::timer_slots`); a
@@ -296,16 +300,13 @@ impl Kernel {
         } else if self.sched_eevdf && woken {
             self.place_entity(pid);
         }
-        // prefer the CPU the task last ran on (cache affinity), else any idle
         let last = self.tasks[pid].cpu;
-        let cpu = if self.cpus[last].cur.is_none() {
-            Some(last)
-        } else {
-            self.cpus.iter().position(|c| c.cur.is_none())
-        };
+        let cpu = self.idle_cpu_for(pid);
         match cpu {
             Some(c) => {
-                self.dispatch(c, pid);
+                if !self.dispatch(c, pid) {
+                    self.trace_cpu_idle(c);
+                }
             }
             None => {
                 self.rq_enqueue(pid);
@@ -314,6 +315,18 @@ impl Kernel {
                 }
                 self.prefetch_file(pid);
             }
+        }
+    }
+
+    /// The idle CPU a runnable task goes to: the one it last ran on
+    /// (cache affinity), else any.
+    #[inline]
+    fn idle_cpu_for(&self, pid: Pid) -> Option<usize> {
+        let last = self.tasks[pid].cpu;
+        if self.cpus[last].cur.is_none() {
+            Some(last)
+        } else {
+            self.cpus.iter().position(|c| c.cur.is_none())
         }
     }
 
@@ -379,6 +392,10 @@ impl Kernel {
     /// Give `cpu` to `pid`. Returns false if the task (just woken) went
     /// back to sleep at once, leaving the CPU free.
     fn dispatch(&mut self, cpu: usize, pid: Pid) -> bool {
+        if self.tracer.on.sched_switch {
+            let prev = self.cpus[cpu].left.take();
+            self.trace_sched_switch(cpu, prev, Some(pid));
+        }
         self.cpus[cpu].resched = false;
         if self.root_task(pid) {
             self.migrate_kthread(cpu, pid);
@@ -516,6 +533,9 @@ impl Kernel {
     }
 
     fn preempt(&mut self, cpu: usize, pid: Pid) {
+        if self.tracer.on.sched_switch {
+            self.cpus[cpu].left = Some((pid, "R+"));
+        }
         self.tasks[pid].nivcsw += 1;
         self.tasks[pid].need_resched = false; // schedule() clears it
         self.tasks[pid].state = RunState::Runnable;
@@ -532,9 +552,10 @@ impl Kernel {
         self.cpus[cpu].cur = None;
         while let Some(next) = self.pick_next(cpu) {
             if self.dispatch(cpu, next) {
-                break;
+                return;
             }
         }
+        self.trace_cpu_idle(cpu);
     }
 
     pub(super) fn cpu_slice_end(&mut self, cpu: usize, gen: u32) {
@@ -629,6 +650,9 @@ impl Kernel {
     /// finds it sleeping and makes it runnable again, as a wakeup between
     /// `prepare_to_wait` and `schedule` does.
     fn finish_burst(&mut self, pid: Pid, action: Action) {
+        if self.tracer.on.sched_switch {
+            self.note_switch_out(pid, action);
+        }
         self.set_sleep_state(pid, action);
         if self.tasks[pid]
             .plug
@@ -671,6 +695,87 @@ impl Kernel {
             Action::Exit => t.state = RunState::Dead,
             Action::Cpu { .. } => unreachable!("a burst is not an exit"),
         }
+    }
+
+    /// `sched_switch` on `cpu` from `prev` (None: the idle task, runnable)
+    /// to `next` (None: idle), in the context of the task switching out.
+    #[cold]
+    #[inline(never)]
+    fn trace_sched_switch(&mut self, cpu: usize, prev: Option<(Pid, &str)>, next: Option<Pid>) {
+        if prev.map(|(p, _)| p) == next && next.is_some() {
+            return;
+        }
+        let idle = format!("swapper/{cpu}");
+        let (pc, pp, ps) = match prev {
+            Some((p, st)) => (self.tasks[p].comm.clone(), self.tasks[p].pid, st),
+            None => (idle.clone(), 0, "R"),
+        };
+        let (nc, np) = match next {
+            Some(n) => (self.tasks[n].comm.as_str(), self.tasks[n].pid),
+            None => (idle.as_str(), 0),
+        };
+        let ctx = if pp == 0 { "<idle>" } else { pc.as_str() };
+        crate::trace::format_line(
+            &mut self.tracer.buf,
+            self.q.now(),
+            ctx,
+            pp,
+            cpu,
+            "sched_switch",
+            format_args!(
+                "prev_comm={pc} prev_pid={pp} prev_prio=120 prev_state={ps} ==> next_comm={nc} next_pid={np} next_prio=120"
+            ),
+        );
+        self.tracer.lines += 1;
+    }
+
+    /// Task `pid` leaves its CPU for `action`: its `prev_state` for the
+    /// `sched_switch` line that names its successor. TASK_KILLABLE and
+    /// TASK_UNINTERRUPTIBLE sleeps print as D, an idle kernel thread's
+    /// (TASK_IDLE) as I.
+    #[cold]
+    #[inline(never)]
+    fn note_switch_out(&mut self, pid: Pid, action: Action) {
+        let state = match action {
+            Action::Exit => "X",
+            _ if self.tasks[pid].kthread => "I",
+            _ => "D",
+        };
+        self.cpus[self.tasks[pid].cpu].left = Some((pid, state));
+    }
+
+    /// The CPU goes idle: the `sched_switch` from the task that left it.
+    #[inline]
+    fn trace_cpu_idle(&mut self, cpu: usize) {
+        if self.cpus[cpu].left.is_some() {
+            let prev = self.cpus[cpu].left.take();
+            self.trace_sched_switch(cpu, prev, None);
+        }
+    }
+
+    /// `sched_wakeup` (`ttwu_do_wakeup`): `pid` is runnable, bound for the
+    /// CPU it will run on, or the one it last ran on if none is idle. Printed in the context of what runs on the target CPU
+    /// (the waker's own context is not tracked).
+    #[cold]
+    #[inline(never)]
+    fn trace_sched_wakeup(&mut self, pid: Pid) {
+        let target = self.idle_cpu_for(pid).unwrap_or(self.tasks[pid].cpu);
+        let (ctx, ctx_pid) = match self.cpus[target].cur {
+            Some(c) => (self.tasks[c].comm.clone(), self.tasks[c].pid),
+            None => ("<idle>".to_string(), 0),
+        };
+        let t = &self.tasks[pid];
+        let (comm, tp) = (t.comm.clone(), t.pid);
+        crate::trace::format_line(
+            &mut self.tracer.buf,
+            self.q.now(),
+            &ctx,
+            ctx_pid,
+            target,
+            "sched_wakeup",
+            format_args!("comm={comm} pid={tp} prio=120 target_cpu={target:03}"),
+        );
+        self.tracer.lines += 1;
     }
 
     /// Arm task `pid`'s timer for a tick in the future, `at` being the
@@ -736,6 +841,9 @@ impl Kernel {
         }
         self.tasks[pid].gen = self.tasks[pid].gen.wrapping_add(1);
         self.tasks[pid].woken = true;
+        if self.tracer.on.sched_wakeup {
+            self.trace_sched_wakeup(pid);
+        }
         if self.autogroup && !self.tasks[pid].kthread {
             self.group_nr_running += 1;
         }

@@ -434,6 +434,8 @@ pub const TRACE_EVENTS: &[&str] = &[
     "writeback_pages_written",
     "wbt_step",
     "wbt_timer",
+    "sched_switch",
+    "sched_wakeup",
 ];
 
 /// `wbsim fidelity` tolerances: metric name -> allowed error in percent

@@ -22,6 +22,8 @@ pub struct EventMask {
     pub writeback_pages_written: bool,
     pub wbt_step: bool,
     pub wbt_timer: bool,
+    pub sched_switch: bool,
+    pub sched_wakeup: bool,
 }
 
 impl EventMask {
@@ -39,6 +41,8 @@ impl EventMask {
                 "writeback_pages_written" => m.writeback_pages_written = true,
                 "wbt_step" => m.wbt_step = true,
                 "wbt_timer" => m.wbt_timer = true,
+                "sched_switch" => m.sched_switch = true,
+                "sched_wakeup" => m.sched_wakeup = true,
                 _ => {}
             }
         }
@@ -150,6 +154,8 @@ impl Kernel {
 pub fn event_subsystem(event: &str) -> &'static str {
     if event.starts_with("wbt_") {
         "wbt"
+    } else if event.starts_with("sched_") {
+        "sched"
     } else {
         "writeback"
     }
