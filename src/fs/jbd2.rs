@@ -13,11 +13,12 @@
 //!   default): the inode table block once more.
 //!
 //! A handle adds the blocks it dirties to the running transaction (each
-//! block once per transaction). Each writeback bio (an io_end) holds
-//! reserved credits (`rsv_blocks`: 18 with 6.18's 2 MiB folios, 30 on a
-//! 16 GiB filesystem with 4 KiB folios) until its conversion; at most half a
-//! transaction may be reserved, so with a 128 MiB journal ext4 keeps about
-//! 4096 / 18 = 227 small-file bios in flight and the flusher waits for more
+//! block once per transaction). Each io_end (a round of ext4_writepages,
+//! one or more bios) holds reserved credits (`rsv_blocks`: 18 with 6.18's
+//! 2 MiB folios, 30 on a 16 GiB filesystem with 4 KiB folios) until its
+//! conversion; at most half a transaction may be reserved, so with a 128
+//! MiB journal ext4 keeps about 4096 / 18 = 227 small-file rounds in flight
+//! and the flusher waits for more
 //! (`j_wait_reserved`). The transaction commits `commit` seconds after its
 //! first block (`j_commit_interval`, 5 s) or when its logged blocks plus
 //! the reserved credits reach a quarter of the journal

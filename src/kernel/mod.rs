@@ -34,8 +34,8 @@ pub enum Ev {
     CpuSlice { cpu: u32, gen: u32 },
     /// A sleeping task's timer fires (stale if the task's `gen` moved on).
     Wake { pid: u32, gen: u32 },
-    /// A CPU's timer softirq of a tick runs the task timers of its base that
-    /// expire on it (`Kernel::timer_slots[slot]`).
+    /// The timer softirq of a tick runs the task timers that expire on it
+    /// (`Kernel::timer_slots[slot]`).
     TimerTick { slot: u32 },
     /// The wb's writeback work item runs (`wb_workfn` queued on a workqueue).
     WbWorkfn { wb: u32, gen: u32 },
@@ -215,9 +215,9 @@ pub struct Kernel {
     /// Count events by kind (WBSIM_EVCOUNT=1 in the environment), for
     /// performance work.
     pub count_events: bool,
-    /// Task timers by CPU and the tick they expire on (slot `cpu *
-    /// TIMER_SLOTS + jiffies % TIMER_SLOTS`): (pid, gen) in the order they
-    /// were armed. A slot that holds any has its `TimerTick` event queued.
+    /// Task timers by the tick they expire on (slot `jiffies %
+    /// TIMER_SLOTS`): (pid, gen) in the order they were armed. A slot that
+    /// holds any has its `TimerTick` event queued.
     pub timer_slots: Vec<Vec<(u32, u32)>>,
     pub evcount: std::collections::BTreeMap<String, u64>,
 }
