@@ -71,6 +71,10 @@ pub enum Action {
     Block,
     /// The task exits.
     Exit,
+    /// A preemption point (`cond_resched()`): the task gives up the CPU if
+    /// a resched is pending for it, and carries on otherwise. Its logic is
+    /// called again when it next runs.
+    Resched,
 }
 
 pub enum Body {
@@ -190,10 +194,14 @@ pub struct Kernel {
     pub runqueue: VecDeque<Pid>,
     /// `machine.sched` is `eevdf`.
     pub sched_eevdf: bool,
-    /// EEVDF: the queued (runnable, not running) tasks by vruntime.
-    pub rq_tree: std::collections::BTreeSet<(u64, Pid)>,
-    /// EEVDF: the same tasks by virtual deadline.
-    pub rq_dl: std::collections::BTreeSet<(u64, Pid)>,
+    /// EEVDF: the queued (runnable, not running) tasks whose deadline is
+    /// their vruntime plus one slice, as `place_entity` sets it, by
+    /// vruntime (and so by deadline too): a min-heap, since such a task
+    /// only ever leaves the queue as its first.
+    pub rq_tree: std::collections::BinaryHeap<std::cmp::Reverse<(u64, Pid)>>,
+    /// EEVDF: the other queued tasks (preempted with a deadline set
+    /// earlier), unordered; few.
+    pub rq_odd: Vec<Pid>,
     /// EEVDF: the sum of the queued tasks' vruntimes (for `avg_vruntime`).
     pub rq_vsum: u128,
     /// EEVDF's slice: the base slice scaled by 1 + ilog2(min(cpus, 8)).
@@ -265,7 +273,7 @@ impl Kernel {
             runqueue: VecDeque::new(),
             sched_eevdf: sc.machine.sched == crate::scenario::SchedPolicy::Eevdf,
             rq_tree: Default::default(),
-            rq_dl: Default::default(),
+            rq_odd: Vec::new(),
             rq_vsum: 0,
             autogroup: sc.machine.autogroup == Some(true),
             kq: VecDeque::new(),

@@ -18,17 +18,20 @@
 //!     (DELAY_DEQUEUE with DELAY_ZERO). Delayed sleepers are not counted
 //!     in V here, a simplification;
 //!   - the running task is protected until its vruntime reaches the
-//!     deadline it had when picked (RUN_TO_PARITY). Once past it, it gets
-//!     a new deadline (`update_deadline`) and is preempted if the pick
-//!     prefers a queued task;
+//!     deadline it had when picked (RUN_TO_PARITY). Once past it, the next
+//!     tick (`update_curr` from the tick: at HZ=250 up to 4 ms later) gives
+//!     it a new deadline (`update_deadline`), and it is preempted if the
+//!     pick prefers a queued task;
 //!   - a wakeup preempts the running task when that task is not protected
 //!     (or no longer eligible) and the woken one is the pick
 //!     (`check_preempt_wakeup_fair`);
 //!   - under PREEMPT_NONE (the rig's 6.18 kernel) a resched only takes
 //!     effect where the task checks for it: at the end of its CPU burst (a
-//!     return to user space), or at the flusher's `cond_resched()`. Neither
-//!     the tick nor a wakeup cuts a burst short (a 1 MiB write's copy runs
-//!     to its end);
+//!     return to user space), at the flusher's `cond_resched()`, or at the
+//!     `cond_resched()` in generic_perform_write after a write's copy (a
+//!     dd's pages are dirty then, its balance_dirty_pages check still to
+//!     come: `Action::Resched`). Neither the tick nor a wakeup cuts a burst
+//!     short (a 1 MiB write's copy runs to its end);
 //! - `fifo`: one FIFO queue and round-robin slices of
 //!   `machine.cost.sched_slice`, the model before EEVDF was added.
 //!
@@ -86,7 +89,7 @@ impl Kernel {
     /// and how many there are.
     fn avg_vruntime(&self) -> (u64, u64) {
         let mut sum = self.rq_vsum;
-        let mut n = self.rq_tree.len() as u64;
+        let mut n = self.rq_len() as u64;
         for (c, cpu) in self.cpus.iter().enumerate() {
             if let Some(p) = cpu.cur.filter(|&p| !self.root_task(p)) {
                 sum += self.cur_vruntime(c, p) as u128;
@@ -96,7 +99,13 @@ impl Kernel {
         if n == 0 {
             return (0, 0);
         }
-        ((sum / n as u128) as u64, n)
+        // a 64-bit division when the sum fits, as it does unless the tasks
+        // have run for weeks (a 128-bit one is a slow library call)
+        let v = match u64::try_from(sum) {
+            Ok(s) => s / n,
+            Err(_) => (sum / n as u128) as u64,
+        };
+        (v, n)
     }
 
     fn rq_enqueue(&mut self, pid: Pid) {
@@ -104,28 +113,59 @@ impl Kernel {
             self.kq.push_back(pid);
         } else if self.sched_eevdf {
             let v = self.tasks[pid].vruntime;
-            self.rq_tree.insert((v, pid));
-            self.rq_dl.insert((self.tasks[pid].deadline, pid));
+            if self.tasks[pid].deadline == v + self.vslice {
+                self.rq_tree.push(std::cmp::Reverse((v, pid)));
+            } else {
+                self.rq_odd.push(pid);
+            }
             self.rq_vsum += v as u128;
         } else {
             self.runqueue.push_back(pid);
         }
     }
 
+    /// How many tasks are queued (EEVDF).
+    #[inline]
+    fn rq_len(&self) -> usize {
+        self.rq_tree.len() + self.rq_odd.len()
+    }
+
     /// `pick_eevdf` over the queued tasks: the eligible one (vruntime <= V)
-    /// with the earliest deadline, or the least vruntime if none is.
+    /// with the earliest deadline (ties to the lower pid), or the least
+    /// vruntime if none is. In `rq_tree` the first task has both the least
+    /// vruntime and the earliest deadline; `rq_odd` is scanned.
     fn pick_queued(&self, v: u64) -> Option<Pid> {
-        self.rq_dl
-            .iter()
-            .find(|&&(_, p)| self.tasks[p].vruntime <= v)
-            .map(|&(_, p)| p)
-            .or_else(|| self.rq_tree.first().map(|&(_, p)| p))
+        let first = self.rq_tree.peek().map(|r| r.0);
+        let mut best = first
+            .filter(|&(vr, _)| vr <= v)
+            .map(|(vr, p)| (vr + self.vslice, p));
+        for &p in &self.rq_odd {
+            let t = &self.tasks[p];
+            if t.vruntime <= v && best.is_none_or(|b| (t.deadline, p) < b) {
+                best = Some((t.deadline, p));
+            }
+        }
+        if let Some((_, p)) = best {
+            return Some(p);
+        }
+        let mut least = first;
+        for &p in &self.rq_odd {
+            let k = (self.tasks[p].vruntime, p);
+            if least.is_none_or(|b| k < b) {
+                least = Some(k);
+            }
+        }
+        least.map(|(_, p)| p)
     }
 
     fn rq_dequeue(&mut self, pid: Pid) {
         let v = self.tasks[pid].vruntime;
-        self.rq_tree.remove(&(v, pid));
-        self.rq_dl.remove(&(self.tasks[pid].deadline, pid));
+        if self.tasks[pid].deadline == v + self.vslice {
+            let first = self.rq_tree.pop();
+            debug_assert_eq!(first.map(|r| r.0), Some((v, pid)));
+        } else if let Some(i) = self.rq_odd.iter().position(|&p| p == pid) {
+            self.rq_odd.swap_remove(i);
+        }
         self.rq_vsum -= v as u128;
     }
 
@@ -270,7 +310,7 @@ impl Kernel {
     /// Does the workload group have a task waiting for a CPU?
     fn group_waiting(&self) -> bool {
         if self.sched_eevdf {
-            !self.rq_tree.is_empty()
+            self.rq_len() > 0
         } else {
             !self.runqueue.is_empty()
         }
@@ -413,7 +453,13 @@ impl Kernel {
             self.tasks[pid].state = RunState::Running;
             self.tasks[pid].cpu = cpu;
             let w = self.sc.machine.cost.wakeup;
-            match self.task_step(pid) {
+            // a preemption point straight after the wakeup finds no
+            // resched pending: the task carries on
+            let mut step = self.task_step(pid);
+            while let Action::Resched = step {
+                step = self.task_step(pid);
+            }
+            match step {
                 Action::Cpu { user, sys } => {
                     let (user, sys) = self.vary_work(pid, user, sys);
                     let t = &mut self.tasks[pid];
@@ -504,20 +550,30 @@ impl Kernel {
 
     /// Should the task on `cpu`, which still wants the CPU, make way for a
     /// queued one now?
+    #[inline]
     fn should_preempt(&mut self, cpu: usize, pid: Pid) -> bool {
         if !self.sched_eevdf {
             return !self.runqueue.is_empty()
                 && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice;
         }
+        self.eevdf_should_preempt(cpu, pid)
+    }
+
+    /// `should_preempt` under EEVDF.
+    fn eevdf_should_preempt(&mut self, cpu: usize, pid: Pid) -> bool {
         let vr = self.tasks[pid].vruntime;
         let mut resched = std::mem::take(&mut self.cpus[cpu].resched);
-        if vr >= self.tasks[pid].deadline {
-            // update_deadline: a new slice, and a resched while others wait
+        let deadline = self.tasks[pid].deadline;
+        // update_deadline runs from update_curr, which the tick calls: the
+        // task passed its deadline `vr - deadline` of CPU time ago, and it
+        // counts once a tick has come since (HZ=250: up to 4 ms later)
+        if vr >= deadline && self.jif.at_far(self.q.now() - (vr - deadline)) < self.jiffies() {
+            // a new slice, and a resched while others wait
             self.tasks[pid].deadline = vr + self.vslice;
             self.tasks[pid].vprot = self.tasks[pid].deadline;
             resched = true;
         }
-        if !resched || self.rq_tree.is_empty() {
+        if !resched || self.rq_len() == 0 {
             return false;
         }
         // pick_eevdf with the current task in the running
@@ -533,10 +589,6 @@ impl Kernel {
     }
 
     fn preempt(&mut self, cpu: usize, pid: Pid) {
-        if self.tracer.on.sched_switch {
-            self.cpus[cpu].left = Some((pid, "R+"));
-        }
-        self.tasks[pid].nivcsw += 1;
         self.tasks[pid].need_resched = false; // schedule() clears it
         self.tasks[pid].state = RunState::Runnable;
         self.cpus[cpu].cur = None;
@@ -545,15 +597,34 @@ impl Kernel {
         } else {
             self.rq_enqueue(pid);
         }
-        self.schedule_next(cpu);
+        if self.tracer.on.sched_switch {
+            self.cpus[cpu].left = Some((pid, "R+"));
+        }
+        let next = self.pick_next(cpu);
+        if next == Some(pid) {
+            // picked again: no context switch and no `sched_switch` line
+            // (`__schedule` does either only when prev != next)
+            self.dispatch(cpu, pid);
+            return;
+        }
+        self.tasks[pid].nivcsw += 1;
+        self.schedule_from(cpu, next);
     }
 
     fn schedule_next(&mut self, cpu: usize) {
         self.cpus[cpu].cur = None;
-        while let Some(next) = self.pick_next(cpu) {
-            if self.dispatch(cpu, next) {
+        let next = self.pick_next(cpu);
+        self.schedule_from(cpu, next);
+    }
+
+    /// Give `cpu` to `next`, the pick, or to the next pick while the picked
+    /// task goes straight back to sleep; idle when none is left.
+    fn schedule_from(&mut self, cpu: usize, mut next: Option<Pid>) {
+        while let Some(p) = next {
+            if self.dispatch(cpu, p) {
                 return;
             }
+            next = self.pick_next(cpu);
         }
         self.trace_cpu_idle(cpu);
     }
@@ -580,7 +651,48 @@ impl Kernel {
     /// work item): the only points where the root queue can take the CPU
     /// from it under PREEMPT_NONE.
     fn continue_or_preempt(&mut self, cpu: usize, pid: Pid, at_boundary: bool) {
-        let preempt = if !self.autogroup {
+        if self.resched_at_boundary_or_slice(cpu, pid, at_boundary) {
+            self.preempt(cpu, pid);
+        } else {
+            if !self.sched_eevdf
+                && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice
+            {
+                self.cpus[cpu].since = self.q.now(); // a new slice, nobody waiting
+            }
+            self.run_burst(cpu, pid);
+        }
+    }
+
+    /// Might a preemption point reached now by the running task `pid`
+    /// preempt it? False when it cannot: nobody waits for a CPU, or the
+    /// task is within its slice with no resched flagged. The task may then
+    /// skip the point.
+    #[inline]
+    pub fn resched_possible(&self, pid: Pid) -> bool {
+        if self.autogroup {
+            return !self.kq.is_empty() || self.rq_len() > 0 || !self.runqueue.is_empty();
+        }
+        let cpu = self.tasks[pid].cpu;
+        if !self.sched_eevdf {
+            return !self.runqueue.is_empty()
+                && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice;
+        }
+        self.rq_len() > 0
+            && (self.cpus[cpu].resched || self.tasks[pid].vruntime >= self.tasks[pid].deadline)
+    }
+
+    /// Does the running task give way at a preemption point (the end of a
+    /// burst, a `cond_resched()`)?
+    #[inline]
+    fn resched_at_boundary(&mut self, cpu: usize, pid: Pid) -> bool {
+        self.resched_at_boundary_or_slice(cpu, pid, true)
+    }
+
+    /// Should the running task, which wants more CPU, be preempted now;
+    /// `at_boundary` as for `continue_or_preempt`.
+    #[inline]
+    fn resched_at_boundary_or_slice(&mut self, cpu: usize, pid: Pid, at_boundary: bool) -> bool {
+        if !self.autogroup {
             self.should_preempt(cpu, pid)
         } else if self.tasks[pid].kthread {
             at_boundary && {
@@ -592,16 +704,6 @@ impl Kernel {
             let kthread_first =
                 at_boundary && waiting.is_some_and(|k| self.root_prefers_kthread(cpu, k));
             kthread_first || self.should_preempt(cpu, pid)
-        };
-        if preempt {
-            self.preempt(cpu, pid);
-        } else {
-            if !self.sched_eevdf
-                && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice
-            {
-                self.cpus[cpu].since = self.q.now(); // a new slice, nobody waiting
-            }
-            self.run_burst(cpu, pid);
         }
     }
 
@@ -622,7 +724,18 @@ impl Kernel {
         (scale(user), scale(sys))
     }
 
-    fn apply_action(&mut self, pid: Pid, cpu: usize, action: Action) {
+    fn apply_action(&mut self, pid: Pid, cpu: usize, mut action: Action) {
+        while let Action::Resched = action {
+            if self.resched_at_boundary(cpu, pid) {
+                // it resumes where it stopped: a 1 ns burst, then its logic
+                let t = &mut self.tasks[pid];
+                t.burst_left = 1;
+                t.burst_user_left = 0;
+                self.preempt(cpu, pid);
+                return;
+            }
+            action = self.task_step(pid);
+        }
         match action {
             Action::Cpu { user, sys } => {
                 let (user, sys) = self.vary_work(pid, user, sys);
@@ -693,7 +806,7 @@ impl Kernel {
                 t.gen = t.gen.wrapping_add(1);
             }
             Action::Exit => t.state = RunState::Dead,
-            Action::Cpu { .. } => unreachable!("a burst is not an exit"),
+            Action::Cpu { .. } | Action::Resched => unreachable!("a burst is not an exit"),
         }
     }
 
@@ -1174,5 +1287,84 @@ mod tests {
         assert!(mean.abs_diff(est) < est / 100, "mean {mean}");
         // a kernel thread's work is not varied
         assert_eq!(k.vary_work(kworker, 0, est), (0, est));
+    }
+
+    #[test]
+    fn the_split_queue_picks_as_one_ordered_by_deadline_would() {
+        // tasks placed by place_entity (deadline = vruntime + slice) sit in
+        // a heap, the others in a list; the pick must be pick_eevdf's over
+        // all of them, ties to the lower pid
+        let mut k = machine(2, "eevdf");
+        let slice = k.vslice;
+        for round in 0..200 {
+            let n = 1 + k.rng.below(12);
+            let mut ps = Vec::new();
+            for _ in 0..n {
+                let vr = k.rng.below(4 * slice);
+                let dl = if k.rng.below(3) == 0 {
+                    vr + k.rng.below(2 * slice) // preempted: any deadline
+                } else {
+                    vr + slice
+                };
+                ps.push(queued(&mut k, vr, dl));
+            }
+            while k.rq_len() > 0 {
+                let (v, _) = k.avg_vruntime();
+                let queued_now: Vec<Pid> = ps
+                    .iter()
+                    .copied()
+                    .filter(|&p| k.tasks[p].state != crate::kernel::RunState::Running)
+                    .collect();
+                let want = queued_now
+                    .iter()
+                    .filter(|&&p| k.tasks[p].vruntime <= v)
+                    .min_by_key(|&&p| (k.tasks[p].deadline, p))
+                    .or_else(|| queued_now.iter().min_by_key(|&&p| (k.tasks[p].vruntime, p)))
+                    .copied();
+                let got = k.rq_pop();
+                assert_eq!(got, want, "round {round}");
+                k.tasks[got.unwrap()].state = crate::kernel::RunState::Running;
+            }
+        }
+    }
+
+    #[test]
+    fn a_deadline_passed_counts_at_the_next_tick() {
+        use crate::kernel::{Ev, RunState};
+        // update_deadline runs from the tick: a task past its deadline is
+        // not rescheduled for it until a tick has come since
+        let mut k = machine(1, "eevdf");
+        let tick = k.jif.start_of(k.jiffies() + 1);
+        let run = k.new_task("dd".into(), Body::Kworker, None);
+        let far = 10 * k.vslice;
+        let wait = queued(&mut k, 0, far);
+        let at = |k: &mut Kernel, t: crate::sim::Ns| {
+            k.q.schedule(
+                t,
+                Ev::Wake {
+                    pid: 0,
+                    gen: u32::MAX,
+                },
+            );
+            while k.now() < t {
+                k.q.pop();
+            }
+        };
+        // 0.5 ms before the tick, 0.25 ms past its deadline
+        at(&mut k, tick - 500_000);
+        k.cpus[0].cur = Some(run);
+        k.cpus[0].seg_start = k.now();
+        k.tasks[run].state = RunState::Running;
+        k.tasks[run].vruntime = 250_000;
+        k.tasks[run].deadline = 0;
+        assert!(!k.should_preempt(0, run));
+        assert_eq!(k.tasks[run].deadline, 0);
+        // the tick has come: a new deadline, and the waiting task's turn
+        at(&mut k, tick + 1);
+        k.tasks[run].vruntime += 500_001; // accounted
+        k.cpus[0].seg_start = k.now();
+        assert!(k.should_preempt(0, run));
+        assert_eq!(k.tasks[run].deadline, 750_001 + k.vslice);
+        assert_eq!(k.pick_queued(k.avg_vruntime().0), Some(wait));
     }
 }

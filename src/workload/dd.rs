@@ -19,6 +19,11 @@ enum Stage {
     Dirtying {
         pages: u64,
     },
+    /// A unit's pages are dirty; its `balance_dirty_pages_ratelimited`
+    /// check comes next, then `rest` pages of the batch.
+    Checking {
+        rest: u64,
+    },
     /// Sleeping in balance_dirty_pages; `rest` pages of the batch remain.
     Throttled {
         rest: u64,
@@ -142,28 +147,44 @@ impl Kernel {
                         self.tasks[pid].wchar += quiet * ps;
                         quiet = 0;
                     }
-                    while left > 0 {
-                        let n = (std::mem::take(&mut quiet) + unit_pages).min(left);
+                    if left > 0 {
+                        let n = (quiet + unit_pages).min(left);
                         self.filemap_dirty_range(pid, ino, pos, n);
-                        pos += n;
-                        left -= n;
                         self.tasks[pid].wchar += n * ps;
-                        // Normally only the batch's last unit is throttled; if
-                        // the limits moved mid-batch, the rest follows after.
-                        let action = match self.throttle_check(pid, wb) {
-                            ThrottleStep::Done => continue,
-                            ThrottleStep::Sleep(at) => Action::SleepUntil(at),
-                            ThrottleStep::Cpu(ns) => Action::Cpu { user: 0, sys: ns },
-                            ThrottleStep::Block => Action::Block,
-                        };
+                        // generic_perform_write: cond_resched() after the
+                        // folio's write_end, before the throttle check. A
+                        // resched the tick set during the copy takes effect
+                        // here, with the pages dirty and the check to come.
                         let d = self.dd(pid);
-                        d.pos = pos;
-                        d.stage = Stage::Throttled { rest: left };
-                        return action;
+                        d.pos = pos + n;
+                        d.stage = Stage::Checking { rest: left - n };
+                        if self.resched_possible(pid) {
+                            return Action::Resched;
+                        }
+                        continue;
                     }
                     let d = self.dd(pid);
                     d.pos = pos;
                     d.stage = Stage::Ready;
+                }
+                Stage::Checking { rest } => {
+                    // Normally only the batch's last unit is throttled; if
+                    // the limits moved mid-batch, the rest follows after.
+                    let action = match self.throttle_check(pid, wb) {
+                        ThrottleStep::Done => {
+                            self.dd(pid).stage = if rest > 0 {
+                                Stage::Dirtying { pages: rest }
+                            } else {
+                                Stage::Ready
+                            };
+                            continue;
+                        }
+                        ThrottleStep::Sleep(at) => Action::SleepUntil(at),
+                        ThrottleStep::Cpu(ns) => Action::Cpu { user: 0, sys: ns },
+                        ThrottleStep::Block => Action::Block,
+                    };
+                    self.dd(pid).stage = Stage::Throttled { rest };
+                    return action;
                 }
                 Stage::Ready => {
                     let now = self.now();
