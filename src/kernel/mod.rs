@@ -198,7 +198,7 @@ pub struct Kernel {
     /// their vruntime plus one slice, as `place_entity` sets it, by
     /// vruntime (and so by deadline too): a min-heap, since such a task
     /// only ever leaves the queue as its first.
-    pub rq_tree: std::collections::BinaryHeap<std::cmp::Reverse<(u64, Pid)>>,
+    pub rq_heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, Pid)>>,
     /// EEVDF: the other queued tasks (preempted with a deadline set
     /// earlier), unordered; few.
     pub rq_odd: Vec<Pid>,
@@ -272,7 +272,7 @@ impl Kernel {
             cpus: (0..ncpu).map(|_| Cpu::default()).collect(),
             runqueue: VecDeque::new(),
             sched_eevdf: sc.machine.sched == crate::scenario::SchedPolicy::Eevdf,
-            rq_tree: Default::default(),
+            rq_heap: Default::default(),
             rq_odd: Vec::new(),
             rq_vsum: 0,
             autogroup: sc.machine.autogroup == Some(true),

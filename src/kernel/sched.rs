@@ -108,13 +108,20 @@ impl Kernel {
         (v, n)
     }
 
+    /// Does queued task `pid` belong in `rq_heap` (deadline = vruntime +
+    /// slice) rather than `rq_odd`?
+    #[inline]
+    fn in_rq_heap(&self, pid: Pid) -> bool {
+        self.tasks[pid].deadline == self.tasks[pid].vruntime + self.vslice
+    }
+
     fn rq_enqueue(&mut self, pid: Pid) {
         if self.root_task(pid) {
             self.kq.push_back(pid);
         } else if self.sched_eevdf {
             let v = self.tasks[pid].vruntime;
-            if self.tasks[pid].deadline == v + self.vslice {
-                self.rq_tree.push(std::cmp::Reverse((v, pid)));
+            if self.in_rq_heap(pid) {
+                self.rq_heap.push(std::cmp::Reverse((v, pid)));
             } else {
                 self.rq_odd.push(pid);
             }
@@ -127,15 +134,15 @@ impl Kernel {
     /// How many tasks are queued (EEVDF).
     #[inline]
     fn rq_len(&self) -> usize {
-        self.rq_tree.len() + self.rq_odd.len()
+        self.rq_heap.len() + self.rq_odd.len()
     }
 
     /// `pick_eevdf` over the queued tasks: the eligible one (vruntime <= V)
     /// with the earliest deadline (ties to the lower pid), or the least
-    /// vruntime if none is. In `rq_tree` the first task has both the least
+    /// vruntime if none is. In `rq_heap` the first task has both the least
     /// vruntime and the earliest deadline; `rq_odd` is scanned.
     fn pick_queued(&self, v: u64) -> Option<Pid> {
-        let first = self.rq_tree.peek().map(|r| r.0);
+        let first = self.rq_heap.peek().map(|r| r.0);
         let mut best = first
             .filter(|&(vr, _)| vr <= v)
             .map(|(vr, p)| (vr + self.vslice, p));
@@ -160,8 +167,8 @@ impl Kernel {
 
     fn rq_dequeue(&mut self, pid: Pid) {
         let v = self.tasks[pid].vruntime;
-        if self.tasks[pid].deadline == v + self.vslice {
-            let first = self.rq_tree.pop();
+        if self.in_rq_heap(pid) {
+            let first = self.rq_heap.pop();
             debug_assert_eq!(first.map(|r| r.0), Some((v, pid)));
         } else if let Some(i) = self.rq_odd.iter().position(|&p| p == pid) {
             self.rq_odd.swap_remove(i);
@@ -423,9 +430,7 @@ impl Kernel {
             let flagged = std::mem::take(&mut self.tasks[pid].need_resched);
             return flagged || self.root_should_yield(cpu, pid);
         }
-        let expired = !self.sched_eevdf
-            && !self.runqueue.is_empty()
-            && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice;
+        let expired = !self.sched_eevdf && !self.runqueue.is_empty() && self.fifo_slice_used(cpu);
         std::mem::take(&mut self.tasks[pid].need_resched) || expired
     }
 
@@ -553,8 +558,7 @@ impl Kernel {
     #[inline]
     fn should_preempt(&mut self, cpu: usize, pid: Pid) -> bool {
         if !self.sched_eevdf {
-            return !self.runqueue.is_empty()
-                && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice;
+            return !self.runqueue.is_empty() && self.fifo_slice_used(cpu);
         }
         self.eevdf_should_preempt(cpu, pid)
     }
@@ -651,16 +655,20 @@ impl Kernel {
     /// work item): the only points where the root queue can take the CPU
     /// from it under PREEMPT_NONE.
     fn continue_or_preempt(&mut self, cpu: usize, pid: Pid, at_boundary: bool) {
-        if self.resched_at_boundary_or_slice(cpu, pid, at_boundary) {
+        if self.wants_preempt(cpu, pid, at_boundary) {
             self.preempt(cpu, pid);
         } else {
-            if !self.sched_eevdf
-                && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice
-            {
+            if !self.sched_eevdf && self.fifo_slice_used(cpu) {
                 self.cpus[cpu].since = self.q.now(); // a new slice, nobody waiting
             }
             self.run_burst(cpu, pid);
         }
+    }
+
+    /// `fifo`: has the task on `cpu` used up its slice?
+    #[inline]
+    fn fifo_slice_used(&self, cpu: usize) -> bool {
+        self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice
     }
 
     /// Might a preemption point reached now by the running task `pid`
@@ -674,24 +682,16 @@ impl Kernel {
         }
         let cpu = self.tasks[pid].cpu;
         if !self.sched_eevdf {
-            return !self.runqueue.is_empty()
-                && self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice;
+            return !self.runqueue.is_empty() && self.fifo_slice_used(cpu);
         }
         self.rq_len() > 0
             && (self.cpus[cpu].resched || self.tasks[pid].vruntime >= self.tasks[pid].deadline)
     }
 
-    /// Does the running task give way at a preemption point (the end of a
-    /// burst, a `cond_resched()`)?
-    #[inline]
-    fn resched_at_boundary(&mut self, cpu: usize, pid: Pid) -> bool {
-        self.resched_at_boundary_or_slice(cpu, pid, true)
-    }
-
     /// Should the running task, which wants more CPU, be preempted now;
     /// `at_boundary` as for `continue_or_preempt`.
     #[inline]
-    fn resched_at_boundary_or_slice(&mut self, cpu: usize, pid: Pid, at_boundary: bool) -> bool {
+    fn wants_preempt(&mut self, cpu: usize, pid: Pid, at_boundary: bool) -> bool {
         if !self.autogroup {
             self.should_preempt(cpu, pid)
         } else if self.tasks[pid].kthread {
@@ -726,7 +726,7 @@ impl Kernel {
 
     fn apply_action(&mut self, pid: Pid, cpu: usize, mut action: Action) {
         while let Action::Resched = action {
-            if self.resched_at_boundary(cpu, pid) {
+            if self.wants_preempt(cpu, pid, true) {
                 // it resumes where it stopped: a 1 ns burst, then its logic
                 let t = &mut self.tasks[pid];
                 t.burst_left = 1;

@@ -29,6 +29,20 @@ pub enum ThrottleStep {
     Block,
 }
 
+impl ThrottleStep {
+    /// What the dirtier asks of the scheduler for this step; None when it
+    /// leaves balance_dirty_pages and carries on.
+    pub fn action(self) -> Option<crate::kernel::Action> {
+        use crate::kernel::Action;
+        match self {
+            ThrottleStep::Done => None,
+            ThrottleStep::Sleep(at) => Some(Action::SleepUntil(at)),
+            ThrottleStep::Cpu(ns) => Some(Action::Cpu { user: 0, sys: ns }),
+            ThrottleStep::Block => Some(Action::Block),
+        }
+    }
+}
+
 /// A dirtier's state inside one legacy `balance_dirty_pages` call.
 #[derive(Debug)]
 pub struct LegacyCall {

@@ -8,7 +8,6 @@
 //! enter `balance_dirty_pages`, so a batch is one event, not one per page.
 
 use crate::kernel::{Action, InodeId, Kernel, Pid};
-use crate::mm::page_writeback_legacy::ThrottleStep;
 use crate::sim::Ns;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,6 +28,17 @@ enum Stage {
         rest: u64,
     },
     Done,
+}
+
+impl Stage {
+    /// Out of a throttle check with `rest` pages of the batch still to dirty.
+    fn after_check(rest: u64) -> Stage {
+        if rest > 0 {
+            Stage::Dirtying { pages: rest }
+        } else {
+            Stage::Ready
+        }
+    }
 }
 
 /// A dd writer's state, kept inline in its task (read at every wakeup).
@@ -110,17 +120,9 @@ impl Kernel {
         loop {
             match self.dd(pid).stage {
                 Stage::Done => return Action::Exit,
-                Stage::Throttled { rest } => match self.throttle_resume(pid, wb) {
-                    ThrottleStep::Sleep(at) => return Action::SleepUntil(at),
-                    ThrottleStep::Cpu(ns) => return Action::Cpu { user: 0, sys: ns },
-                    ThrottleStep::Block => return Action::Block,
-                    ThrottleStep::Done => {
-                        self.dd(pid).stage = if rest > 0 {
-                            Stage::Dirtying { pages: rest }
-                        } else {
-                            Stage::Ready
-                        };
-                    }
+                Stage::Throttled { rest } => match self.throttle_resume(pid, wb).action() {
+                    Some(action) => return action,
+                    None => self.dd(pid).stage = Stage::after_check(rest),
                 },
                 Stage::Dirtying { pages } => {
                     // The batch: whole units, the last of which ends with the
@@ -167,25 +169,15 @@ impl Kernel {
                     d.pos = pos;
                     d.stage = Stage::Ready;
                 }
-                Stage::Checking { rest } => {
-                    // Normally only the batch's last unit is throttled; if
-                    // the limits moved mid-batch, the rest follows after.
-                    let action = match self.throttle_check(pid, wb) {
-                        ThrottleStep::Done => {
-                            self.dd(pid).stage = if rest > 0 {
-                                Stage::Dirtying { pages: rest }
-                            } else {
-                                Stage::Ready
-                            };
-                            continue;
-                        }
-                        ThrottleStep::Sleep(at) => Action::SleepUntil(at),
-                        ThrottleStep::Cpu(ns) => Action::Cpu { user: 0, sys: ns },
-                        ThrottleStep::Block => Action::Block,
-                    };
-                    self.dd(pid).stage = Stage::Throttled { rest };
-                    return action;
-                }
+                // Normally only the batch's last unit is throttled; if the
+                // limits moved mid-batch, the rest follows after.
+                Stage::Checking { rest } => match self.throttle_check(pid, wb).action() {
+                    Some(action) => {
+                        self.dd(pid).stage = Stage::Throttled { rest };
+                        return action;
+                    }
+                    None => self.dd(pid).stage = Stage::after_check(rest),
+                },
                 Stage::Ready => {
                     let now = self.now();
                     let DdWriter {

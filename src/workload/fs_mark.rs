@@ -9,7 +9,6 @@
 //! two throttle checks are one event.
 
 use crate::kernel::{Action, Kernel, Pid};
-use crate::mm::page_writeback_legacy::ThrottleStep;
 use crate::scenario::FsMarkArgs;
 use crate::sim::Ns;
 
@@ -74,11 +73,9 @@ impl Kernel {
         loop {
             match f.stage {
                 Stage::Done => return Action::Exit,
-                Stage::Throttled => match self.throttle_resume(pid, wb) {
-                    ThrottleStep::Sleep(at) => return Action::SleepUntil(at),
-                    ThrottleStep::Cpu(ns) => return Action::Cpu { user: 0, sys: ns },
-                    ThrottleStep::Block => return Action::Block,
-                    ThrottleStep::Done => f.stage = Stage::Ready,
+                Stage::Throttled => match self.throttle_resume(pid, wb).action() {
+                    Some(action) => return action,
+                    None => f.stage = Stage::Ready,
                 },
                 Stage::Creating { files } => {
                     for k in 0..files {
@@ -100,17 +97,9 @@ impl Kernel {
                             f.in_loop = 0;
                         }
                         // balance_dirty_pages_ratelimited after each write()
-                        match self.throttle_check(pid, wb) {
-                            ThrottleStep::Done => {}
-                            step => {
-                                let _ = k;
-                                f.stage = Stage::Throttled;
-                                return match step {
-                                    ThrottleStep::Sleep(at) => Action::SleepUntil(at),
-                                    ThrottleStep::Cpu(ns) => Action::Cpu { user: 0, sys: ns },
-                                    _ => Action::Block,
-                                };
-                            }
+                        if let Some(action) = self.throttle_check(pid, wb).action() {
+                            f.stage = Stage::Throttled;
+                            return action;
                         }
                     }
                     f.stage = Stage::Ready;
