@@ -155,10 +155,11 @@ pub struct Task {
     /// Files created (fs_mark).
     pub files_created: u64,
     pub job: Option<usize>,
-    /// Inside a 3.2 balance_dirty_pages() call that slept.
-    pub v32: Option<crate::mm::page_writeback_v3_2::V32Call>,
+    /// Inside a 3.2 balance_dirty_pages() call that slept (boxed, as
+    /// below: only such a task holds one).
+    pub v32: Option<Box<crate::mm::page_writeback_v3_2::V32Call>>,
     /// Inside a legacy (pre-3.2) balance_dirty_pages() call.
-    pub legacy: Option<crate::mm::page_writeback_legacy::LegacyCall>,
+    pub legacy: Option<Box<crate::mm::page_writeback_legacy::LegacyCall>>,
     /// `task->dirties`: this task's share of recent dirtyings (pre-3.2).
     pub dirties: crate::klib::proportions::PropLocal,
     /// Foreground writeback done by this task (legacy policy): calls and pages.
@@ -576,3 +577,7 @@ const TASK_HOT_BYTES: usize = 256;
 /// How many events ahead a task is prefetched.
 const PREFETCH_AHEAD: usize = 3;
 const _: () = assert!(std::mem::offset_of!(Task, nivcsw) <= TASK_HOT_BYTES);
+/// A task's size, which a thousand writers' wakeups walk through: the state
+/// of the older throttles' calls (3.2, legacy: 96 and 224 bytes) is boxed,
+/// held only by a task inside such a call.
+const _: () = assert!(std::mem::size_of::<Task>() <= 384);

@@ -149,7 +149,7 @@ impl Kernel {
             return None;
         }
         self.dom.bdp_ratelimits[cpu] = 0;
-        self.tasks[pid].legacy = Some(LegacyCall {
+        self.tasks[pid].legacy = Some(Box::new(LegacyCall {
             write_chunk: sync_writeback_pages(p, rlp),
             pages_written: 0,
             pause: 1,
@@ -164,7 +164,7 @@ impl Kernel {
             task_bdi_thresh: 0,
             bdi_dirty: 0,
             clear_dirty_exceeded: false,
-        });
+        }));
         Some(self.balance_dirty_pages_legacy(pid, wb))
     }
 
@@ -260,14 +260,14 @@ impl Kernel {
         }
     }
 
-    fn legacy_sleep(&mut self, pid: Pid, mut c: LegacyCall) -> ThrottleStep {
+    fn legacy_sleep(&mut self, pid: Pid, mut c: Box<LegacyCall>) -> ThrottleStep {
         c.after_sleep = true;
         let at = self.timer_fire_time(self.jiffies() + c.pause);
         self.tasks[pid].legacy = Some(c);
         ThrottleStep::Sleep(at)
     }
 
-    fn legacy_finish(&mut self, pid: Pid, wb: WbId, c: LegacyCall) -> ThrottleStep {
+    fn legacy_finish(&mut self, pid: Pid, wb: WbId, c: Box<LegacyCall>) -> ThrottleStep {
         if c.clear_dirty_exceeded && self.wbs[wb].dirty_exceeded {
             self.wbs[wb].dirty_exceeded = false;
         }

@@ -201,7 +201,7 @@ impl Kernel {
             bg_thresh: bg,
             bdi_dirty: 0,
         };
-        if let Some(prev) = self.tasks[pid].v32 {
+        if let Some(prev) = self.tasks[pid].v32.as_deref() {
             c.pause = prev.pause;
             c.max_pause = prev.max_pause;
             c.dirty_exceeded = prev.dirty_exceeded;
@@ -252,13 +252,13 @@ impl Kernel {
         }
         self.trace_bdp_v32(pid, wb, &g, &c, c.pause);
         self.wbs[wb].dirty_sleep = self.jiffies();
-        self.tasks[pid].v32 = Some(c);
+        self.tasks[pid].v32 = Some(Box::new(c));
         ThrottleStep::Sleep(self.timer_fire_time(self.jiffies() + c.pause as u64))
     }
 
     /// After a 3.2 throttle sleep: loop again or finish.
     pub fn balance_dirty_pages_v32_resume(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
-        let Some(c) = self.tasks[pid].v32 else {
+        let Some(c) = self.tasks[pid].v32.as_deref().copied() else {
             return ThrottleStep::Done;
         };
         if c.task_ratelimit != 0 || c.bdi_dirty <= self.wb_stat_error() {
