@@ -6,8 +6,9 @@
 //! there is nothing to undo (sysctls, loop devices, mounts, trace instances
 //! and throttle rules do not survive one) and no journal either. It is
 //! rewritten atomically (write then rename) after every change a run makes,
-//! and removed when the run has restored the machine. A journal whose
-//! process is still alive belongs to a run in progress and is left alone.
+//! and removed when the run has restored the machine, with the directory
+//! once it is empty. A journal whose process is still alive belongs to a
+//! run in progress and is left alone.
 //!
 //! One record per line, the kind first, then tab-separated values:
 //!
@@ -24,6 +25,16 @@ use std::path::{Path, PathBuf};
 
 pub const JOURNAL_DIR: &str = "/run/wbsim";
 const MAGIC: &str = "wbsim-live-restore 1";
+
+/// Remove journal `path`, and its directory if no other run's journal is
+/// left in it (`remove_dir` fails on a directory that is not empty). A run
+/// starting meanwhile recreates the directory when it writes (`sync`).
+pub(super) fn remove(path: &Path) {
+    let _ = std::fs::remove_file(path);
+    if let Some(dir) = path.parent() {
+        let _ = std::fs::remove_dir(dir);
+    }
+}
 
 /// The start time of process `pid` (field 22 of /proc/PID/stat, in clock
 /// ticks since boot): with the pid, it names one process, even after the
@@ -102,8 +113,15 @@ impl Restore {
             return;
         };
         let tmp = path.with_extension("tmp");
-        let r =
-            std::fs::write(&tmp, self.journal_text()).and_then(|_| std::fs::rename(&tmp, &path));
+        let text = self.journal_text();
+        let write = || std::fs::write(&tmp, &text).and_then(|_| std::fs::rename(&tmp, &path));
+        let r = write().or_else(|e| match (e.kind(), path.parent()) {
+            // another run, ending, removed the directory it found empty
+            (std::io::ErrorKind::NotFound, Some(dir)) => {
+                std::fs::create_dir_all(dir).and_then(|_| write())
+            }
+            _ => Err(e),
+        });
         if let Err(e) = r {
             self.log.push(format!(
                 "could not write the restore journal {}: {e}",
@@ -239,7 +257,7 @@ pub fn recover_stale(dir: &Path) -> Vec<String> {
                 }
                 let what = g.describe();
                 g.restore();
-                let _ = std::fs::remove_file(&f);
+                remove(&f);
                 let mut m = format!(
                     "restored the machine after live run {pid}, which ended without restoring it: {what}"
                 );
@@ -321,8 +339,34 @@ mod tests {
         let text = format!("{MAGIC}\npid\t{me}\t1\ndir\t/nonexistent/wbsim-x\n");
         std::fs::write(&f, text).unwrap();
         let m = recover_stale(&dir);
-        std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(m.len(), 1, "{m:?}");
         assert!(m[0].contains("restored"), "{m:?}");
+        // the directory held only that journal: it is gone with it
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_journal_and_its_emptied_directory_go_when_the_run_restores() {
+        let dir = std::env::temp_dir().join(format!("wbsim-journal-dir-{}", std::process::id()));
+        let mut g = Restore::default();
+        g.journal_in(&dir);
+        let f = dir.join(format!("live-{}.restore", std::process::id()));
+        assert!(f.exists());
+        // another run's end removed the directory: the next write makes it
+        std::fs::remove_file(&f).unwrap();
+        std::fs::remove_dir(&dir).unwrap();
+        g.sync();
+        assert!(f.exists(), "{:?}", g.log);
+        // a guard with nothing to undo: restoring removes file and directory
+        g.restore();
+        assert!(!dir.exists());
+        // a directory that still holds another run's journal is kept
+        let mut g = Restore::default();
+        g.journal_in(&dir);
+        let other = dir.join("live-1.restore");
+        std::fs::write(&other, "x").unwrap();
+        g.restore();
+        assert!(other.exists() && !f.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -397,7 +397,7 @@ impl Restore {
             }
         }
         if let Some(j) = self.journal.take() {
-            let _ = std::fs::remove_file(j);
+            journal::remove(&j);
         }
     }
 }
