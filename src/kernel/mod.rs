@@ -205,6 +205,9 @@ pub struct Kernel {
     pub rq_odd: Vec<Pid>,
     /// EEVDF: the sum of the queued tasks' vruntimes (for `avg_vruntime`).
     pub rq_vsum: u128,
+    /// EEVDF: the average vruntime an empty queue keeps, the one the last
+    /// task to leave saw (see `avg_vruntime`).
+    pub v_empty: u64,
     /// EEVDF's slice: the base slice scaled by 1 + ilog2(min(cpus, 8)).
     pub vslice: Ns,
     /// `machine.autogroup`: the workload's tasks share one task group
@@ -276,6 +279,7 @@ impl Kernel {
             rq_heap: Default::default(),
             rq_odd: Vec::new(),
             rq_vsum: 0,
+            v_empty: 0,
             autogroup: sc.machine.autogroup == Some(true),
             kq: VecDeque::new(),
             group_nr_running: 0,

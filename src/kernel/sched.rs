@@ -86,7 +86,11 @@ impl Kernel {
     }
 
     /// `avg_vruntime`: the mean vruntime of the queued and running tasks,
-    /// and how many there are.
+    /// and how many there are. With none, the kernel returns the queue's
+    /// `min_vruntime`, which holds where the last
+    /// task left it: here the average that task saw as it went to sleep
+    /// (`save_lag`), so that a task waking to an empty queue is placed on
+    /// the same timeline as the delayed sleepers (not at 0).
     fn avg_vruntime(&self) -> (u64, u64) {
         let mut sum = self.rq_vsum;
         let mut n = self.rq_len() as u64;
@@ -97,7 +101,7 @@ impl Kernel {
             }
         }
         if n == 0 {
-            return (0, 0);
+            return (self.v_empty, 0);
         }
         // a 64-bit division when the sum fits, as it does unless the tasks
         // have run for weeks (a 128-bit one is a slow library call)
@@ -213,6 +217,7 @@ impl Kernel {
     /// `update_entity_lag` as the task leaves the run queue to sleep.
     fn save_lag(&mut self, pid: Pid) {
         let (v, _) = self.avg_vruntime();
+        self.v_empty = v;
         let tick = self.jif.start_of(self.jif.base + 1); // TICK_NSEC
         let limit = (2 * self.vslice).max(tick) as i64;
         let t = &mut self.tasks[pid];
@@ -1165,6 +1170,28 @@ mod tests {
         k.save_lag(p);
         assert_eq!(k.tasks[p].vlag, -1_000_000);
         assert!(k.tasks[p].delayed);
+    }
+
+    #[test]
+    fn an_empty_queue_keeps_the_average_the_last_sleeper_saw() {
+        let mut k = machine(2, "eevdf");
+        // the last task leaves at V = 50 ms, one ahead of V (delayed)
+        let last = queued(&mut k, 50_000_000, 51_400_000);
+        let ahead = k.new_task("dd".into(), Body::Kworker, None);
+        k.tasks[ahead].vruntime = 51_000_000;
+        k.save_lag(ahead);
+        k.save_lag(last);
+        k.rq_dequeue(last);
+        assert_eq!(k.avg_vruntime(), (50_000_000, 0));
+        // a task with no lag wakes to the empty queue: placed at that
+        // average, behind the delayed sleeper, not at 0 far behind it
+        let p = k.new_task("dd".into(), Body::Kworker, None);
+        k.place_entity(p);
+        assert_eq!(k.tasks[p].vruntime, 50_000_000);
+        // the delayed one wakes where it slept, 1 ms ahead
+        k.rq_enqueue(p);
+        k.place_entity(ahead);
+        assert_eq!(k.tasks[ahead].vruntime, 51_000_000);
     }
 
     #[test]
