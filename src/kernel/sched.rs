@@ -87,10 +87,10 @@ impl Kernel {
 
     /// `avg_vruntime`: the mean vruntime of the queued and running tasks,
     /// and how many there are. With none, the kernel returns the queue's
-    /// `min_vruntime`, which holds where the last
-    /// task left it: here the average that task saw as it went to sleep
-    /// (`save_lag`), so that a task waking to an empty queue is placed on
-    /// the same timeline as the delayed sleepers (not at 0).
+    /// `min_vruntime`, which stays where the last task left it; here that
+    /// is the average the last task saw as it went to sleep (`save_lag`).
+    /// A task waking to an empty queue is so placed on the delayed
+    /// sleepers' timeline, not at 0.
     fn avg_vruntime(&self) -> (u64, u64) {
         let mut sum = self.rq_vsum;
         let mut n = self.rq_len() as u64;
@@ -1175,7 +1175,8 @@ mod tests {
     #[test]
     fn an_empty_queue_keeps_the_average_the_last_sleeper_saw() {
         let mut k = machine(2, "eevdf");
-        // the last task leaves at V = 50 ms, one ahead of V (delayed)
+        // two tasks sleep: `ahead`, 1 ms past V (delayed), then `last`,
+        // the only one queued, at V = 50 ms
         let last = queued(&mut k, 50_000_000, 51_400_000);
         let ahead = k.new_task("dd".into(), Body::Kworker, None);
         k.tasks[ahead].vruntime = 51_000_000;
