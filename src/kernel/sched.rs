@@ -435,7 +435,7 @@ impl Kernel {
             let flagged = std::mem::take(&mut self.tasks[pid].need_resched);
             return flagged || self.root_should_yield(cpu, pid);
         }
-        let expired = !self.sched_eevdf && !self.runqueue.is_empty() && self.fifo_slice_used(cpu);
+        let expired = !self.sched_eevdf && self.fifo_preempt_due(cpu);
         std::mem::take(&mut self.tasks[pid].need_resched) || expired
     }
 
@@ -563,7 +563,7 @@ impl Kernel {
     #[inline]
     fn should_preempt(&mut self, cpu: usize, pid: Pid) -> bool {
         if !self.sched_eevdf {
-            return !self.runqueue.is_empty() && self.fifo_slice_used(cpu);
+            return self.fifo_preempt_due(cpu);
         }
         self.eevdf_should_preempt(cpu, pid)
     }
@@ -676,6 +676,13 @@ impl Kernel {
         self.q.now() - self.cpus[cpu].since >= self.sc.machine.cost.sched_slice
     }
 
+    /// `fifo`: is the task on `cpu` due to make way, its slice used up
+    /// while others wait?
+    #[inline]
+    fn fifo_preempt_due(&self, cpu: usize) -> bool {
+        !self.runqueue.is_empty() && self.fifo_slice_used(cpu)
+    }
+
     /// Might a preemption point reached now by the running task `pid`
     /// preempt it? False when it cannot: nobody waits for a CPU, or the
     /// task is within its slice with no resched flagged. The task may then
@@ -683,11 +690,11 @@ impl Kernel {
     #[inline]
     pub fn resched_possible(&self, pid: Pid) -> bool {
         if self.autogroup {
-            return !self.kq.is_empty() || self.rq_len() > 0 || !self.runqueue.is_empty();
+            return !self.kq.is_empty() || self.group_waiting();
         }
         let cpu = self.tasks[pid].cpu;
         if !self.sched_eevdf {
-            return !self.runqueue.is_empty() && self.fifo_slice_used(cpu);
+            return self.fifo_preempt_due(cpu);
         }
         self.rq_len() > 0
             && (self.cpus[cpu].resched || self.tasks[pid].vruntime >= self.tasks[pid].deadline)
@@ -794,10 +801,9 @@ impl Kernel {
                 t.gen = t.gen.wrapping_add(1);
                 let gen = t.gen;
                 if !self.arm_tick_timer(pid, gen, at) {
-                    let j = self.sc.machine.cost.wakeup_jitter;
-                    let jitter = if j > 0 { self.rng.below(j) } else { 0 };
+                    let late = self.wakeup_lateness();
                     self.q.schedule(
-                        at.max(self.q.now()) + jitter,
+                        at.max(self.q.now()) + late,
                         Ev::Wake {
                             pid: pid as u32,
                             gen,
@@ -918,13 +924,23 @@ impl Kernel {
         }
         let slot = (j % TIMER_SLOTS as u64) as usize;
         if self.timer_slots[slot].is_empty() {
-            let w = self.sc.machine.cost.wakeup_jitter;
-            let late = if w > 0 { self.rng.below(w) } else { 0 };
+            let late = self.wakeup_lateness();
             self.q
                 .schedule(at + late, Ev::TimerTick { slot: slot as u32 });
         }
         self.timer_slots[slot].push((pid as u32, gen));
         true
+    }
+
+    /// How late a timer's wakeup comes: uniform in [0, `wakeup_jitter`)
+    /// (seeded; no draw when it is 0).
+    fn wakeup_lateness(&mut self) -> Ns {
+        let j = self.sc.machine.cost.wakeup_jitter;
+        if j > 0 {
+            self.rng.below(j)
+        } else {
+            0
+        }
     }
 
     /// The timer softirq of a tick (`expire_timers`): the tick's task
