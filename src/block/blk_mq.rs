@@ -157,7 +157,7 @@ impl Kernel {
             //    and FUA writes never merge)
             let nomerge = opf & crate::block::blk_wbt::REQ_NOMERGE != 0;
             if let Some(pid) = submitter.filter(|_| !nomerge) {
-                let any = self.sc.run.plug_merge_any;
+                let any = self.sc.features.plug_merge_any;
                 let mut merged = false;
                 let nplug = self.tasks[pid].plug.as_ref().map_or(0, |p| p.reqs.len());
                 for k in (0..nplug).rev() {
@@ -290,7 +290,7 @@ impl Kernel {
     fn blk_add_rq_to_plug(&mut self, pid: Pid, rq: ReqId) {
         let plug = self.tasks[pid].plug.as_ref().expect("plug");
         if let Some(&last) = plug.reqs.last() {
-            let flush = if self.sc.run.plug_merge_any {
+            let flush = if self.sc.features.plug_merge_any {
                 plug.reqs.len() >= 16
             } else {
                 let big =

@@ -164,8 +164,7 @@ impl Kernel {
                     let disp = self.new_task(comm, crate::kernel::Body::Kworker, None);
                     // 6.18's blk-throttle with the 6.x policy, the older
                     // one with the 3.2 and legacy policies
-                    let v6_18 =
-                        self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::IoLess;
+                    let v6_18 = self.sc.features.blk_throttle_v6_18;
                     Backend::Throttled(Throtl::new(write_bps, disp, self.hz(), v6_18))
                 }
                 DeviceKind::Disk {

@@ -415,7 +415,7 @@ impl Kernel {
                         }
                     };
                     if let Some(w) = work {
-                        if self.sc.run.flusher_plug {
+                        if self.sc.features.flusher_plug {
                             f.plug = self.blk_start_plug(pid);
                         }
                         f.nr0 = w.nr_pages;
@@ -483,14 +483,11 @@ impl Kernel {
         }
     }
 
-    /// Pages per inode visit for the policy in force.
+    /// Pages per inode visit before 3.2's `writeback_chunk_size`.
     pub fn legacy_chunk_cap(&self) -> Option<i64> {
-        match self.sc.run.dirty_throttle {
-            crate::scenario::ThrottlePolicy::Legacy => {
-                Some(1024 >> (crate::klib::ilog2(self.page_size()) - 12))
-            }
-            _ => None,
-        }
+        // MAX_WRITEBACK_PAGES: 1024 4 KiB pages
+        (!self.sc.features.writeback_chunk_v3_2)
+            .then(|| 1024 >> (crate::klib::ilog2(self.page_size()) - 12))
     }
 
     /// Advance a `writeback_sb_inodes` pass: submit the bio built during the
@@ -568,7 +565,7 @@ impl Kernel {
                     self.blk_flush_plug(pid);
                 }
                 self.inodes[iw.ino].writeback_index = iw.cursor;
-                if self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::IoLess {
+                if self.sc.features.wb_bandwidth_v6 {
                     if self.jiffies()
                         > self.wbs[wb].bw_time_stamp
                             + crate::mm::page_writeback::max_pause_jiffies(hz)
@@ -618,7 +615,7 @@ impl Kernel {
             self.inodes[ino].list = None;
             self.inodes[ino].i_state |= I_SYNC;
             let chunk = self.writeback_chunk_size(wb, &p.work, p.chunk_cap);
-            if self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::IoLess {
+            if self.sc.features.wb_bandwidth_v6 {
                 self.wb_bandwidth_estimate_start(wb);
             }
             let idx = self.inodes[ino].writeback_index;

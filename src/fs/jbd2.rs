@@ -240,9 +240,7 @@ impl Kernel {
                 waiters: Vec::new(),
                 reserved: 0,
                 // dioread_nolock is ext4's default since 5.6
-                rsv_per_handle: if self.sc.run.dirty_throttle
-                    == crate::scenario::ThrottlePolicy::IoLess
-                {
+                rsv_per_handle: if self.sc.features.dioread_nolock {
                     let folio_pages = self.sbs[sb].max_folio_pages;
                     let large = (folio_pages > 1).then(|| folio_pages * self.page_size() / 4096);
                     ext4_rsv_blocks(agcount * ag_blocks, large)

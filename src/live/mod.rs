@@ -193,7 +193,52 @@ pub fn preflight(sc: &Scenario) -> Result<CapMethod, LiveError> {
             sc.run.dirty_throttle.name()
         )));
     }
+    if let Some(f) = features_unlike_this_kernel(&sc.features) {
+        return Err(LiveError::Refused(format!(
+            "{f} describes another kernel than the running one; live mode runs this kernel's features only"
+        )));
+    }
     Ok(cap)
+}
+
+/// The first feature (its scenario key) that a live run cannot give: one
+/// set unlike the running kernel's, which is a 6.x one: each is compiled
+/// in, none is a knob of the running kernel.
+fn features_unlike_this_kernel(f: &crate::scenario::Features) -> Option<&'static str> {
+    let now = crate::scenario::Features::of(crate::scenario::ThrottlePolicy::IoLess);
+    [
+        (
+            f.large_folios == now.large_folios,
+            "kernel.features.large_folios",
+        ),
+        (f.wbt == now.wbt, "kernel.features.wbt"),
+        (
+            f.blk_throttle_v6_18 == now.blk_throttle_v6_18,
+            "kernel.features.blk_throttle",
+        ),
+        (f.bw_dwork == now.bw_dwork, "kernel.features.bw_dwork"),
+        (
+            f.wb_bandwidth_v6 == now.wb_bandwidth_v6,
+            "kernel.features.wb_bandwidth",
+        ),
+        (
+            f.dirty_limits_v6 == now.dirty_limits_v6,
+            "kernel.features.dirty_limits",
+        ),
+        (
+            f.dioread_nolock == now.dioread_nolock,
+            "kernel.features.dioread_nolock",
+        ),
+        (
+            f.writeback_chunk_v3_2 == now.writeback_chunk_v3_2,
+            "kernel.features.writeback_chunk",
+        ),
+        (f.flusher_plug == now.flusher_plug, "run.flusher_plug"),
+        (f.plug_merge_any == now.plug_merge_any, "run.plug_merge"),
+    ]
+    .into_iter()
+    .find(|(same, _)| !same)
+    .map(|(_, key)| key)
 }
 
 /// Whether tracefs can be used at [`TRACEFS`].

@@ -207,8 +207,8 @@ impl Kernel {
         self.wb_domain_writeout_add(wb, npages);
         if self.inodes[ino].nr_writeback == 0 {
             self.wbs[wb].writeback_inodes -= 1;
-            if self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::IoLess {
-                self.queue_bw_dwork(wb); // bw_dwork exists since 5.14
+            if self.sc.features.bw_dwork {
+                self.queue_bw_dwork(wb);
             }
         }
     }

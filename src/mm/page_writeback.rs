@@ -509,7 +509,7 @@ impl Kernel {
     /// `domain_dirty_limits` for the global domain, with its tracepoint.
     #[inline]
     pub fn global_dirty_limits_traced(&mut self, pid: Pid) -> (u64, u64, u64) {
-        let legacy = self.sc.run.dirty_throttle != crate::scenario::ThrottlePolicy::IoLess;
+        let legacy = !self.sc.features.dirty_limits_v6;
         let avail = if legacy {
             self.legacy_dirtyable_memory()
         } else {

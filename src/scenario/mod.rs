@@ -405,17 +405,76 @@ pub struct Run {
     pub seed: u64,
     /// Start of the measured (steady-state) window; it ends at `duration`.
     pub warmup: Ns,
+    /// The dirty throttle (`balance_dirty_pages`) only; the other
+    /// version-dependent behaviour is in `Scenario::features`.
     pub dirty_throttle: ThrottlePolicy,
-    /// Plug the flusher's whole work item (`wb_writeback`, Linux ≥ 4.3);
-    /// false: only each inode's ->writepages is plugged (the seed-002
-    /// "unpatched" kernel). Default: true for io-less, false for older.
-    pub flusher_plug: bool,
-    /// Plug merging: "last" (6.x: only the newest plugged request is a
-    /// candidate; flush at 32 requests or a 128 KiB newest request) or
-    /// "any" (≤ 4.x: any plugged request of the queue; flush at 16).
-    pub plug_merge_any: bool,
     /// How often counters are sampled for percentiles.
     pub sample_interval: Ns,
+}
+
+/// Kernel features that changed between versions, resolved once from the
+/// scenario (`kernel.features.*`). Each defaults to what the kernel of
+/// `run.dirty_throttle` had (`io-less`: 6.18; `io-less-3.2`: 3.2;
+/// `legacy`: 2.6.32-3.1), and each can be set on its own, so a scenario
+/// can pair, say, the 3.2 throttle with 6.18's block layer. The throttle
+/// policy itself chooses only `balance_dirty_pages`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Features {
+    /// Large page-cache folios (ext4, 6.x): the default of
+    /// `filesystems.NAME.max_folio` is 2M instead of one page.
+    pub large_folios: bool,
+    /// Writeback throttling (block/blk-wbt.c, 4.10): the default of
+    /// `queue/wbt_lat_usec` is the kernel's instead of 0.
+    pub wbt: bool,
+    /// blk-throttle as 6.18 has it: REQ_META bios are charged but never
+    /// queued, and `throtl_trim_slice` trims only past two whole slices.
+    /// Before, metadata queued like data and every elapsed slice went.
+    pub blk_throttle_v6_18: bool,
+    /// `wb->bw_dwork` (5.14): the bandwidth estimate is updated a moment
+    /// after an inode's last writeback page completes.
+    pub bw_dwork: bool,
+    /// The flusher updates the bandwidth estimate as 6.x does
+    /// (`wb_bandwidth_estimate_start`, `wb_update_bandwidth` after each
+    /// inode once `max_pause` has passed); false: as 3.2 does
+    /// (`bdi_update_bandwidth` with thresh 0 after each inode).
+    pub wb_bandwidth_v6: bool,
+    /// The dirty limits as 6.x computes them (`global_dirtyable_memory`,
+    /// `domain_dirty_limits`); false: as 3.x does
+    /// (`determine_dirtyable_memory`, `global_dirty_limits`).
+    pub dirty_limits_v6: bool,
+    /// ext4's dioread_nolock (its default since 5.6): a writepages round
+    /// is one io_end with a reserved journal handle for the extent
+    /// conversion.
+    pub dioread_nolock: bool,
+    /// The flusher's chunk per inode visit is `writeback_chunk_size` (3.2);
+    /// false: `MAX_WRITEBACK_PAGES` (4 MiB) as before 3.2.
+    pub writeback_chunk_v3_2: bool,
+    /// Plug the flusher's whole work item (`wb_writeback`, 4.3; key
+    /// `run.flusher_plug`); false: only each inode's ->writepages.
+    pub flusher_plug: bool,
+    /// Plug merging as 4.x and older do it (key `run.plug_merge = "any"`):
+    /// any plugged request of the queue takes a merge, flush at 16; false:
+    /// 6.x, only the newest, flush at 32 or a 128 KiB request.
+    pub plug_merge_any: bool,
+}
+
+impl Features {
+    /// The features of the kernel each throttle policy comes from.
+    pub fn of(policy: ThrottlePolicy) -> Features {
+        let v6 = policy == ThrottlePolicy::IoLess;
+        Features {
+            large_folios: v6,
+            wbt: v6,
+            blk_throttle_v6_18: v6,
+            bw_dwork: v6,
+            wb_bandwidth_v6: v6,
+            dirty_limits_v6: v6,
+            dioread_nolock: v6,
+            writeback_chunk_v3_2: policy != ThrottlePolicy::Legacy,
+            flusher_plug: v6,
+            plug_merge_any: false,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -454,6 +513,7 @@ pub struct Scenario {
     pub filesystems: Vec<Filesystem>,
     pub jobs: Vec<Job>,
     pub run: Run,
+    pub features: Features,
     pub trace: Trace,
     pub fidelity: Fidelity,
 }
@@ -1369,9 +1429,10 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         Some((s, _)) => s,
         None => 100 * NSEC_PER_MSEC,
     };
-    // Large folios are a 6.x feature: older policies dirty page by page.
+    let features = read_features(&mut r, dirty_throttle)?;
+    // Large folios are a 6.x feature: older kernels dirty page by page.
     for f in filesystems.iter_mut().filter(|f| f.max_folio == 0) {
-        f.max_folio = if dirty_throttle == ThrottlePolicy::IoLess {
+        f.max_folio = if features.large_folios {
             2 << 20
         } else {
             page_size
@@ -1382,27 +1443,18 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         .filter(|d| d.queue.wbt_lat_usec == u64::MAX)
     {
         d.queue.wbt_lat_usec = match d.kind {
-            _ if dirty_throttle != ThrottlePolicy::IoLess => 0,
+            _ if !features.wbt => 0,
             DeviceKind::Raid0 { .. } => 0,
             // wbt_default_latency_nsec: 75 ms for rotational queues
             DeviceKind::Disk { .. } | DeviceKind::Hdd(_) => 75_000,
             DeviceKind::Throttled { .. } | DeviceKind::Ssd(_) => 2_000,
         };
     }
-    let flusher_plug = r
-        .boolean("run.flusher_plug", false)?
-        .unwrap_or(dirty_throttle == ThrottlePolicy::IoLess);
-    let plug_merge_any = match r.choice("run.plug_merge", &["last", "any"])? {
-        Some((m, _)) => m == "any",
-        None => false,
-    };
     let run = Run {
         duration,
         seed,
         warmup,
         dirty_throttle,
-        flusher_plug,
-        plug_merge_any,
         sample_interval,
     };
 
@@ -1575,9 +1627,10 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             "filesystems" => "filesystems.NAME.{type,device,max_folio,agcount,metadata,commit,journal_size}",
             "jobs" => "jobs.NAME.{type,filesystem,numjobs,bs,size,start,runtime} (dd) or {type,filesystem,args,start} (fs_mark)",
             "run" => "run.{duration,seed,warmup,dirty_throttle,flusher_plug,plug_merge,sample_interval}",
+            "kernel" => "kernel.features.{large_folios,wbt,blk_throttle,bw_dwork,wb_bandwidth,dirty_limits,dioread_nolock,writeback_chunk}",
             "trace" => "trace.events",
             "fidelity" => "fidelity.tolerance.METRIC (see `wbsim fidelity --help`)",
-            _ => "one of the sections machine, vm, devices, filesystems, jobs, run, trace, fidelity",
+            _ => "one of the sections machine, vm, devices, filesystems, jobs, run, kernel, trace, fidelity",
         };
         return err(&e.origin, format!("unknown key `{path}`; expected {hint}"));
     }
@@ -1595,13 +1648,141 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         filesystems,
         jobs,
         run,
+        features,
         trace,
         fidelity,
     })
 }
 
+/// `kernel.features.*`, `run.flusher_plug` and `run.plug_merge`, each
+/// defaulting to the throttle policy's kernel (`Features::of`).
+fn read_features(r: &mut Reader, policy: ThrottlePolicy) -> Result<Features, ScenarioError> {
+    let mut f = Features::of(policy);
+    let k = |n: &str| format!("kernel.features.{n}");
+    let flag = |r: &mut Reader, n: &str, v: &mut bool| -> Result<(), ScenarioError> {
+        if let Some(b) = r.boolean(&k(n), false)? {
+            *v = b;
+        }
+        Ok(())
+    };
+    let version = |r: &mut Reader,
+                   n: &str,
+                   new: &str,
+                   old: &str,
+                   v: &mut bool|
+     -> Result<(), ScenarioError> {
+        if let Some((s, _)) = r.choice(&k(n), &[new, old])? {
+            *v = s == new;
+        }
+        Ok(())
+    };
+    flag(r, "large_folios", &mut f.large_folios)?;
+    flag(r, "wbt", &mut f.wbt)?;
+    flag(r, "bw_dwork", &mut f.bw_dwork)?;
+    flag(r, "dioread_nolock", &mut f.dioread_nolock)?;
+    version(
+        r,
+        "blk_throttle",
+        "6.18",
+        "pre-6.18",
+        &mut f.blk_throttle_v6_18,
+    )?;
+    version(r, "wb_bandwidth", "6.x", "3.2", &mut f.wb_bandwidth_v6)?;
+    version(r, "dirty_limits", "6.x", "3.x", &mut f.dirty_limits_v6)?;
+    version(
+        r,
+        "writeback_chunk",
+        "3.2",
+        "2.6",
+        &mut f.writeback_chunk_v3_2,
+    )?;
+    if let Some(b) = r.boolean("run.flusher_plug", false)? {
+        f.flusher_plug = b;
+    }
+    if let Some((m, _)) = r.choice("run.plug_merge", &["last", "any"])? {
+        f.plug_merge_any = m == "any";
+    }
+    Ok(f)
+}
+
 impl Machine {
     pub fn reserve_bytes(&self) -> u64 {
         self.reserve.unwrap_or_else(|| default_reserve(self.memory))
+    }
+}
+
+#[cfg(test)]
+mod feature_tests {
+    use super::*;
+
+    fn load(sets: &[&str]) -> Result<Scenario, ScenarioError> {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        Scenario::builtin(&sets)
+    }
+
+    #[test]
+    fn features_default_to_the_throttle_policys_kernel() {
+        for p in ["io-less", "io-less-3.2", "legacy"] {
+            let sc = load(&[&format!("run.dirty_throttle={p}")]).unwrap();
+            assert_eq!(sc.features, Features::of(sc.run.dirty_throttle), "{p}");
+        }
+        let v6 = load(&[]).unwrap();
+        assert!(v6.features.blk_throttle_v6_18 && v6.features.large_folios);
+        assert_eq!(v6.filesystems[0].max_folio, 2 << 20);
+        assert_eq!(v6.devices[0].queue.wbt_lat_usec, 2000);
+        let old = load(&["run.dirty_throttle=legacy"]).unwrap();
+        assert!(!old.features.writeback_chunk_v3_2 && !old.features.wbt);
+        assert_eq!(old.filesystems[0].max_folio, 4096);
+        assert_eq!(old.devices[0].queue.wbt_lat_usec, 0);
+    }
+
+    #[test]
+    fn each_feature_is_set_on_its_own() {
+        let sc = load(&[
+            "run.dirty_throttle=io-less-3.2",
+            "kernel.features.blk_throttle=6.18",
+            "kernel.features.large_folios=true",
+            "kernel.features.wbt=true",
+            "kernel.features.dirty_limits=6.x",
+        ])
+        .unwrap();
+        let f = &sc.features;
+        assert!(f.blk_throttle_v6_18 && f.large_folios && f.wbt && f.dirty_limits_v6);
+        assert!(!f.bw_dwork && !f.wb_bandwidth_v6 && !f.dioread_nolock);
+        assert_eq!(sc.run.dirty_throttle, ThrottlePolicy::IoLess32);
+        assert_eq!(sc.filesystems[0].max_folio, 2 << 20);
+        let sc = load(&["kernel.features.blk_throttle=pre-6.18"]).unwrap();
+        assert!(!sc.features.blk_throttle_v6_18);
+        assert_eq!(sc.run.dirty_throttle, ThrottlePolicy::IoLess);
+        let e = load(&["kernel.features.blk_throttle=6.17"]).unwrap_err();
+        assert!(e.msg.contains("\"6.18\", \"pre-6.18\""), "{}", e.msg);
+        let e = load(&["kernel.features.folios=true"]).unwrap_err();
+        assert!(e.msg.contains("kernel.features.{large_folios"), "{}", e.msg);
+    }
+
+    #[test]
+    fn a_mixed_kernel_runs() {
+        // the 6.x throttle over a 3.2 flusher and block layer, and the 3.2
+        // throttle over 6.18's: both run to the end
+        for sets in [
+            &[
+                "kernel.features.wb_bandwidth=3.2",
+                "kernel.features.writeback_chunk=2.6",
+                "kernel.features.dioread_nolock=false",
+                "kernel.features.bw_dwork=false",
+                "run.duration=5s",
+            ][..],
+            &[
+                "run.dirty_throttle=io-less-3.2",
+                "kernel.features.dioread_nolock=true",
+                "kernel.features.bw_dwork=true",
+                "kernel.features.wb_bandwidth=6.x",
+                "run.duration=5s",
+            ][..],
+        ] {
+            let sc = load(sets).unwrap();
+            let r = crate::output::simulate(&sc, false, |_, _| {});
+            assert!(r.summary.devices[0].write_mib_s > 1.0, "{sets:?}");
+        }
     }
 }
