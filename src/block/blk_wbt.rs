@@ -200,11 +200,14 @@ impl Kernel {
     /// `dirty_sleep` stays at the time it was set up.
     fn wbt_recent_wait(&self, dev: DevId) -> bool {
         let now = self.jiffies();
+        // the bdi's root wb (`bdi->wb`)
         let sleep = self
-            .wbs
+            .bdis
             .iter()
-            .find(|w| w.dev == dev)
-            .map_or(self.devs[dev].wbt.last_read_j, |w| w.dirty_sleep);
+            .find(|b| b.dev == dev)
+            .map_or(self.devs[dev].wbt.last_read_j, |b| {
+                self.wbs[b.wbs[0]].dirty_sleep
+            });
         now < sleep + self.hz()
     }
 

@@ -180,7 +180,7 @@ impl Kernel {
     /// `wb_start_background_writeback`.
     pub fn wb_start_background_writeback(&mut self, wb: WbId, pid: Pid) {
         if self.tracer.on.writeback_wake_background {
-            let name = self.wbs[wb].name.clone();
+            let name = self.wb_name(wb).to_string();
             self.trace_line(
                 pid,
                 "writeback_wake_background",
@@ -211,7 +211,7 @@ impl Kernel {
     }
 
     fn trace_work(&mut self, pid: Pid, wb: WbId, ev: &'static str, w: &WbWork) {
-        let name = &self.wbs[wb].name;
+        let name = self.wb_name(wb);
         let line = format!(
             "bdi {}: sb_dev 0:0 nr_pages={} sync_mode={} kupdate={} range_cyclic={} background={} reason={} cgroup_ino=1",
             name,
@@ -274,7 +274,7 @@ impl Kernel {
         if self.tracer.on.writeback_queue_io {
             let now = self.jiffies() as i64;
             let age = self.jif.to_msecs(now - dirtied_before as i64);
-            let name = self.wbs[wb].name.clone();
+            let name = self.wb_name(wb).to_string();
             self.trace_line(
                 pid,
                 "writeback_queue_io",

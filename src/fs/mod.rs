@@ -9,7 +9,6 @@ pub mod jbd2;
 pub mod xfs_log;
 
 use crate::kernel::{InodeId, Kernel, WbId};
-use crate::mm::backing_dev::Wb;
 use crate::mm::filemap::RangeSet;
 
 pub const I_DIRTY_PAGES: u32 = 1 << 2;
@@ -124,24 +123,8 @@ impl Kernel {
                 self.sc.devices[f.device].major,
                 self.sc.devices[f.device].minor,
             );
-            let name = format!("{major}:{minor}");
-            let now = self.jiffies();
-            let wb_id = self.wbs.len();
-            let mut wb = Wb::new(name, f.device, (major, minor), now, ps);
-            let conf = self.sc.devices[f.device].bdi.clone();
-            wb.min_ratio = conf.min_ratio;
-            wb.max_ratio = conf.max_ratio;
-            wb.max_prop_frac = 1024 * conf.max_ratio / 100;
-            wb.strictlimit = conf.strict_limit;
-            if let Some(bw) = conf.write_bandwidth {
-                wb.write_bandwidth = (bw / ps).max(1);
-                wb.avg_write_bandwidth = wb.write_bandwidth;
-            }
-            if let Some(r) = conf.dirty_ratelimit {
-                wb.dirty_ratelimit = (r / ps).max(1);
-                wb.balanced_dirty_ratelimit = wb.dirty_ratelimit;
-            }
-            self.wbs.push(wb);
+            let bdi = self.bdi_of_dev(f.device);
+            let wb_id = self.bdis[bdi].wbs[0];
             let comm = format!("kworker/u{}:{}", 2 * self.sc.machine.cpus, i + 1);
             let flusher = self.new_task(comm, crate::kernel::Body::Flusher(Box::default()), None);
             self.wbs[wb_id].flusher = flusher;

@@ -54,6 +54,8 @@ pub enum Ev {
     /// A request completes on a device (disk, ssd, hdd time it when the
     /// driver takes it).
     ReqDone { rq: u32 },
+    /// The knob writes of `sc.events[idx]` (a sysctl or sysfs write).
+    Knobs { idx: u32 },
     /// Periodic sampling of counters for the summary.
     Sample,
     /// The end of the run.
@@ -174,7 +176,10 @@ pub struct Kernel {
     pub rng: Prng,
     pub vm: VmStat,
     pub dom: WbDomain,
+    pub pgwb: crate::mm::page_writeback::PageWriteback,
+    pub vmscan: crate::mm::vmscan::Vmscan,
     pub page_reporting: crate::mm::page_reporting::PageReporting,
+    pub bdis: Vec<crate::mm::backing_dev::Bdi>,
     pub wbs: Vec<Wb>,
     pub inodes: crate::fs::inode::InodeTable,
     pub sbs: Vec<SuperBlock>,
@@ -232,6 +237,10 @@ pub struct Kernel {
     /// holds any has its `TimerTick` event queued.
     pub timer_slots: Vec<Vec<(u32, u32)>>,
     pub evcount: std::collections::BTreeMap<String, u64>,
+    /// Bumped by every sysctl or sysfs write during the run: the caches of
+    /// values computed from knobs (`pgwb.limits_cache`, `Wb::thresh_cache`)
+    /// are keyed on it.
+    pub knob_gen: u32,
 }
 
 impl Kernel {
@@ -259,7 +268,10 @@ impl Kernel {
             rng: Prng::new(sc.run.seed),
             vm: VmStat::default(),
             dom: WbDomain::default(),
+            pgwb: Default::default(),
+            vmscan: Default::default(),
             page_reporting: Default::default(),
+            bdis: Vec::new(),
             wbs: Vec::new(),
             inodes: Default::default(),
             sbs: Vec::new(),
@@ -293,6 +305,7 @@ impl Kernel {
             timer_slots: Vec::new(),
             count_events: std::env::var_os("WBSIM_EVCOUNT").is_some(),
             evcount: Default::default(),
+            knob_gen: 0,
             sc,
         };
         k.mm_init();
@@ -301,6 +314,9 @@ impl Kernel {
         k.fs_init();
         k.workload_init();
         k.q.schedule(0, Ev::Sample);
+        for (i, e) in k.sc.events.iter().enumerate() {
+            k.q.schedule(e.at, Ev::Knobs { idx: i as u32 });
+        }
         k.q.schedule(k.end, Ev::End);
         k
     }
@@ -388,6 +404,11 @@ impl Kernel {
                 self.request_done(rq as usize, service);
                 self.blk_mq_slot_done(dev);
             }
+            Ev::Knobs { idx } => {
+                for w in self.sc.events[idx as usize].writes.clone() {
+                    self.knob_write(w);
+                }
+            }
             Ev::Sample => {
                 self.sample();
                 let next = self.now() + self.sc.run.sample_interval;
@@ -473,6 +494,27 @@ impl Kernel {
 
     pub fn events_simulated(&self) -> u64 {
         self.q.events_popped()
+    }
+
+    /// A sysctl or sysfs write, as its handler makes it.
+    pub fn knob_write(&mut self, w: crate::scenario::KnobWrite) {
+        use crate::scenario::KnobWrite;
+        match w {
+            KnobWrite::Vm(knob, v) => self.vm_sysctl_write(knob, v),
+            KnobWrite::BdiMinRatio(dev, v) => {
+                let b = self.bdi_of_dev(dev);
+                self.bdi_set_min_ratio(b, v);
+            }
+            KnobWrite::BdiMaxRatio(dev, v) => {
+                let b = self.bdi_of_dev(dev);
+                self.bdi_set_max_ratio(b, v);
+            }
+            KnobWrite::BdiStrictLimit(dev, v) => {
+                let b = self.bdi_of_dev(dev);
+                self.bdis[b].strictlimit = v;
+            }
+        }
+        self.knob_gen = self.knob_gen.wrapping_add(1);
     }
 
     pub fn alloc_bio(&mut self, bio: Bio) -> BioId {

@@ -193,6 +193,12 @@ pub fn preflight(sc: &Scenario) -> Result<CapMethod, LiveError> {
             sc.run.dirty_throttle.name()
         )));
     }
+    if let Some(e) = sc.events.first() {
+        return Err(LiveError::Refused(format!(
+            "event `{}` writes knobs during the run; live mode does not write them mid-run yet",
+            e.name
+        )));
+    }
     if let Some(f) = features_unlike_this_kernel(&sc.features) {
         return Err(LiveError::Refused(format!(
             "{f} describes another kernel than the running one; live mode runs this kernel's features only"

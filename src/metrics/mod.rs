@@ -187,7 +187,7 @@ impl Kernel {
             tasks,
             devices,
             trace,
-            bdis: self.wbs.iter().map(|w| w.name.clone()).collect(),
+            bdis: self.bdis.iter().map(|b| b.name.clone()).collect(),
             cgroup_ino: None,
             events_simulated: Some(self.events_simulated()),
         }

@@ -1,9 +1,12 @@
-//! `struct bdi_writeback` and its initialisation (include/linux/backing-dev-defs.h,
-//! mm/backing-dev.c `wb_init`). One root wb per device: cgroup writeback is
-//! not modelled yet, so every bdi has exactly one wb.
+//! `struct backing_dev_info` and `struct bdi_writeback`
+//! (include/linux/backing-dev-defs.h, mm/backing-dev.c `bdi_init`,
+//! `wb_init`). A bdi is a device's writeback identity and its sysfs limits;
+//! its wbs hold the dirty inodes, the counters, the bandwidth estimate, the
+//! ratelimit and the flusher. Each bdi has its root wb (`bdi->wb`); cgroup
+//! writeback adds one wb per memory cgroup that writes to the device.
 
 use crate::fs::fs_writeback::WbWork;
-use crate::kernel::{DevId, InodeId, Pid};
+use crate::kernel::{DevId, InodeId, Kernel, Pid, WbId};
 use crate::klib::flex_proportions::FpropLocal;
 use std::collections::VecDeque;
 
@@ -12,21 +15,55 @@ pub fn init_bw(page_size: u64) -> u64 {
     100 << (20 - crate::klib::ilog2(page_size))
 }
 
-pub struct Wb {
+/// Index of a bdi in `Kernel::bdis`.
+pub type BdiId = usize;
+
+/// `struct backing_dev_info`: one per block device that carries a
+/// filesystem.
+pub struct Bdi {
     /// `bdi_dev_name`: "MAJOR:MINOR".
     pub name: String,
     pub dev: DevId,
-    /// The filesystem's superblock `s_dev` as (major, minor).
-    pub sb_dev: (u32, u32),
+    /// sysfs `min_ratio` and `max_ratio` (percent of the dirty threshold),
+    /// and `max_prop_frac` (`max_ratio` as a fraction of FPROP_FRAC_BASE:
+    /// 1024).
+    pub min_ratio: u64,
+    pub max_ratio: u64,
+    pub max_prop_frac: u64,
+    /// BDI_CAP_STRICTLIMIT (sysfs `strict_limit`).
+    pub strictlimit: bool,
+    /// Its wbs, the root wb (`bdi->wb`) first.
+    pub wbs: Vec<WbId>,
+}
+
+impl Bdi {
+    pub fn new(name: String, dev: DevId) -> Bdi {
+        Bdi {
+            name,
+            dev,
+            min_ratio: 0,
+            max_ratio: 100,
+            max_prop_frac: 1024,
+            strictlimit: false,
+            wbs: Vec::new(),
+        }
+    }
+}
+
+/// `struct bdi_writeback`.
+pub struct Wb {
+    pub bdi: BdiId,
     // stat[] counters (pages)
     pub reclaimable: u64,
     pub writeback: u64,
     pub dirtied: u64,
     pub written: u64,
     pub completions: FpropLocal,
-    /// wbsim's cache of the last `__wb_calc_thresh`: (thresh, numerator,
-    /// denominator of the wb's completion share, wb_thresh).
-    pub thresh_cache: Option<(u64, u64, u64, u64)>,
+    /// wbsim's cache of the last `__wb_calc_thresh`: (knob generation,
+    /// thresh, numerator and denominator of the wb's completion share,
+    /// wb_thresh). The generation covers the bdis' min and max ratios.
+    #[allow(clippy::type_complexity)]
+    pub thresh_cache: Option<(u32, u64, u64, u64, u64)>,
     /// And of the last `wb_min_pause`: ((avg_write_bandwidth,
     /// dirty_ratelimit, max_pause, task_ratelimit), (min_pause, nr_dirtied_pause)).
     #[allow(clippy::type_complexity)]
@@ -46,12 +83,6 @@ pub struct Wb {
     /// Inodes with pages under writeback.
     pub writeback_inodes: u64,
     pub last_old_flush: u64,
-    // bdi limits
-    pub min_ratio: u64,
-    pub max_ratio: u64,
-    pub max_prop_frac: u64,
-    /// BDI_CAP_STRICTLIMIT (sysfs `strict_limit`).
-    pub strictlimit: bool,
     // flusher state bits
     pub writeback_running: bool,
     pub has_dirty_io: bool,
@@ -70,12 +101,10 @@ pub struct Wb {
 }
 
 impl Wb {
-    pub fn new(name: String, dev: DevId, sb_dev: (u32, u32), now_j: u64, page_size: u64) -> Wb {
+    pub fn new(bdi: BdiId, now_j: u64, page_size: u64) -> Wb {
         let bw = init_bw(page_size);
         Wb {
-            name,
-            dev,
-            sb_dev,
+            bdi,
             reclaimable: 0,
             writeback: 0,
             dirtied: 0,
@@ -95,10 +124,6 @@ impl Wb {
             dirty_sleep: now_j,
             writeback_inodes: 0,
             last_old_flush: now_j,
-            min_ratio: 0,
-            max_ratio: 100,
-            max_prop_frac: 1024,
-            strictlimit: false,
             writeback_running: false,
             has_dirty_io: false,
             start_all: false,
@@ -116,5 +141,63 @@ impl Wb {
     /// `wb_has_dirty_io`.
     pub fn lists_nonempty(&self) -> bool {
         !(self.b_dirty.is_empty() && self.b_io.is_empty() && self.b_more_io.is_empty())
+    }
+}
+
+impl Kernel {
+    /// The bdi of `dev`, made with its root wb the first time it is asked
+    /// for (`bdi_alloc` + `bdi_register` when the device is added), with
+    /// the device's sysfs settings and starting state.
+    pub fn bdi_of_dev(&mut self, dev: DevId) -> BdiId {
+        if let Some(b) = self.bdis.iter().position(|b| b.dev == dev) {
+            return b;
+        }
+        let ps = self.page_size();
+        let d = &self.sc.devices[dev];
+        let mut bdi = Bdi::new(format!("{}:{}", d.major, d.minor), dev);
+        let conf = d.bdi.clone();
+        bdi.strictlimit = conf.strict_limit;
+        let id = self.bdis.len();
+        let mut wb = Wb::new(id, self.jiffies(), ps);
+        if let Some(bw) = conf.write_bandwidth {
+            wb.write_bandwidth = (bw / ps).max(1);
+            wb.avg_write_bandwidth = wb.write_bandwidth;
+        }
+        if let Some(r) = conf.dirty_ratelimit {
+            wb.dirty_ratelimit = (r / ps).max(1);
+            wb.balanced_dirty_ratelimit = wb.dirty_ratelimit;
+        }
+        bdi.wbs.push(self.wbs.len());
+        self.wbs.push(wb);
+        self.bdis.push(bdi);
+        self.bdi_set_min_ratio(id, conf.min_ratio);
+        self.bdi_set_max_ratio(id, conf.max_ratio);
+        id
+    }
+
+    /// `bdi_set_min_ratio` (sysfs `min_ratio`). The scenario has checked
+    /// what the kernel refuses (above max_ratio, a sum above 100).
+    pub fn bdi_set_min_ratio(&mut self, bdi: BdiId, ratio: u64) {
+        self.bdis[bdi].min_ratio = ratio;
+    }
+
+    /// `bdi_set_max_ratio` (sysfs `max_ratio`): also the cap on the bdi's
+    /// completion share (`max_prop_frac`).
+    pub fn bdi_set_max_ratio(&mut self, bdi: BdiId, ratio: u64) {
+        let b = &mut self.bdis[bdi];
+        b.max_ratio = ratio;
+        b.max_prop_frac = 1024 * ratio / 100;
+    }
+
+    /// The bdi a wb belongs to.
+    #[inline]
+    pub fn wb_bdi(&self, wb: WbId) -> &Bdi {
+        &self.bdis[self.wbs[wb].bdi]
+    }
+
+    /// `bdi_dev_name(wb->bdi)`: "MAJOR:MINOR", as tracepoints print it.
+    #[inline]
+    pub fn wb_name(&self, wb: WbId) -> &str {
+        &self.wb_bdi(wb).name
     }
 }

@@ -142,10 +142,10 @@ impl Kernel {
         let t = &mut self.tasks[pid];
         t.nr_dirtied += added;
         if self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::Legacy {
-            t.dirties.add(&mut self.dom.vm_dirties, added); // task_dirty_inc
+            t.dirties.add(&mut self.pgwb.vm_dirties, added); // task_dirty_inc
         }
         let cpu = t.cpu;
-        self.dom.bdp_ratelimits[cpu] += added;
+        self.pgwb.bdp_ratelimits[cpu] += added;
         self.mark_inode_dirty_pages(ino);
         if self.reclaim_clean_due(self.vm.nr_free_pages) {
             self.reclaim_clean();
@@ -163,13 +163,6 @@ impl Kernel {
     pub fn filemap_dirty_in_one_call(&self, n: u64) -> bool {
         self.sc.run.dirty_throttle != crate::scenario::ThrottlePolicy::Legacy
             && !self.reclaim_clean_due(self.vm.nr_free_pages.saturating_sub(2 * n))
-    }
-
-    /// Does `free` free pages call for `reclaim_clean`: at most twice the
-    /// reserve?
-    #[inline]
-    fn reclaim_clean_due(&self, free: u64) -> bool {
-        free <= self.dom.totalreserve_pages * 2
     }
 
     /// `folio_clear_dirty_for_io` + `__folio_start_writeback` for a run of
@@ -211,44 +204,6 @@ impl Kernel {
                 self.queue_bw_dwork(wb);
             }
         }
-    }
-
-    /// Keep free memory above the reserve by dropping clean page-cache pages
-    /// (a stand-in for kswapd until reclaim is modelled). Clean pages go
-    /// from the inodes in order, oldest inode first, from where the last
-    /// call stopped and round again; an unused inode whose last page goes is
-    /// evicted (`prune_icache_sb`).
-    /// Called when `reclaim_clean_due`.
-    #[inline(never)]
-    fn reclaim_clean(&mut self) {
-        let reserve = self.dom.totalreserve_pages;
-        let mut want = reserve * 4 - self.vm.nr_free_pages.min(reserve * 4);
-        // evicted inodes had no pages: starting past them changes nothing
-        let (lo, hi) = (self.inodes.first_id(), self.inodes.end_id());
-        let mut i = self.dom.reclaim_cursor.max(lo);
-        for _ in lo..hi {
-            if want == 0 {
-                break;
-            }
-            let inode = &self.inodes[i];
-            let clean = inode.nr_cached - inode.dirty.count() - inode.nr_writeback;
-            let take = clean.min(want);
-            if take > 0 {
-                self.inodes[i].nr_cached -= take;
-                self.vm.nr_file_pages -= take;
-                self.vm.nr_inactive_file -= take;
-                self.vm.nr_free_pages += take;
-                self.vm.pgsteal += take;
-                self.page_freed_host(take);
-                want -= take;
-                self.inode_maybe_evict(i);
-            }
-            if want > 0 {
-                i = if i + 1 == hi { lo } else { i + 1 };
-            }
-        }
-        self.dom.reclaim_cursor = i;
-        self.inodes.release_evicted();
     }
 }
 

@@ -16,9 +16,9 @@ pub const RATELIMIT_CALC_SHIFT: u32 = 10;
 /// `DIRTY_POLL_THRESH` for 4 KiB pages (128 KiB).
 pub const DIRTY_POLL_THRESH: u64 = 32;
 
-/// `struct wb_domain` (the global one) plus the file-scope state of
-/// mm/page-writeback.c.
-#[derive(Clone, Debug)]
+/// `struct wb_domain`: the global one (cgroup writeback adds one per
+/// memory cgroup).
+#[derive(Clone, Debug, Default)]
 pub struct WbDomain {
     pub completions: FpropGlobal,
     /// Jiffies of the next aging tick; 0 = aging timer stopped.
@@ -26,36 +26,32 @@ pub struct WbDomain {
     /// The smoothed hard limit `dom->dirty_limit`.
     pub dirty_limit: u64,
     pub dirty_limit_tstamp: u64,
+}
+
+/// The file-scope state of mm/page-writeback.c.
+#[derive(Clone, Debug)]
+pub struct PageWriteback {
     /// `ratelimit_pages`.
     pub ratelimit_pages: u64,
     /// Per-CPU `bdp_ratelimits`.
     pub bdp_ratelimits: Vec<u64>,
     /// Per-CPU `dirty_throttle_leaks`.
     pub dirty_throttle_leaks: Vec<u64>,
-    pub totalreserve_pages: u64,
-    /// The inode (id) where clean-page reclaim continues.
-    pub reclaim_cursor: crate::kernel::InodeId,
     /// `vm_dirties` (pre-3.2 policy): page dirtyings, event-counted.
     pub vm_dirties: crate::klib::proportions::PropGlobal,
-    /// wbsim's cache of the last (thresh, bg_thresh) of the domain and the
-    /// dirtyable memory they were computed from: the sysctls do not change
-    /// during a run and dirtyable memory seldom does, while the limits are
-    /// read on every throttle check.
-    pub limits_cache: Option<(u64, (u64, u64))>,
+    /// wbsim's cache of the last (thresh, bg_thresh) of the domain, keyed
+    /// on the dirtyable memory and the knob generation they were computed
+    /// from (`Kernel::knob_gen`): dirtyable memory seldom changes and the
+    /// sysctls seldom do, while the limits are read on every throttle check.
+    pub limits_cache: Option<(u32, u64, (u64, u64))>,
 }
 
-impl Default for WbDomain {
+impl Default for PageWriteback {
     fn default() -> Self {
-        WbDomain {
-            completions: FpropGlobal::default(),
-            period_time: 0,
-            dirty_limit: 0,
-            dirty_limit_tstamp: 0,
+        PageWriteback {
             ratelimit_pages: 0,
             bdp_ratelimits: Vec::new(),
             dirty_throttle_leaks: Vec::new(),
-            totalreserve_pages: 0,
-            reclaim_cursor: 0,
             vm_dirties: crate::klib::proportions::PropGlobal::new(16),
             limits_cache: None,
         }
@@ -158,7 +154,8 @@ pub fn wb_position_ratio(
 
 /// wbsim's cache of the wb line's scale `x = (wb_thresh << 16) / divisor`
 /// (`divisor` is thresh with the version's zero guard): both seldom change
-/// from one throttle call to the next, and a division is slow.
+/// from one throttle call to the next, and a division is slow. A memo of a
+/// pure function of its key, so no knob can stale it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LineScale(Option<(u64, u64, u64)>);
 
@@ -166,7 +163,10 @@ impl LineScale {
     #[inline]
     pub fn x(&mut self, wb_thresh: u64, divisor: u64) -> u64 {
         match self.0 {
-            Some((t, d, x)) if (t, d) == (wb_thresh, divisor) => x,
+            Some((t, d, x)) if (t, d) == (wb_thresh, divisor) => {
+                debug_assert_eq!(x, (wb_thresh << 16) / divisor);
+                x
+            }
             _ => {
                 let x = (wb_thresh << 16) / divisor;
                 self.0 = Some((wb_thresh, divisor, x));
@@ -476,14 +476,29 @@ impl Kernel {
         let anon = m.anon / ps;
         self.vm.nr_anon_pages = anon;
         self.vm.nr_free_pages = total - anon;
-        self.dom.totalreserve_pages = m.reserve_bytes() / ps;
+        self.vmscan.totalreserve_pages = m.reserve_bytes() / ps;
         let ncpu = m.cpus as usize;
-        self.dom.bdp_ratelimits = vec![0; ncpu];
-        self.dom.dirty_throttle_leaks = vec![0; ncpu];
+        self.pgwb.bdp_ratelimits = vec![0; ncpu];
+        self.pgwb.dirty_throttle_leaks = vec![0; ncpu];
         self.writeback_set_ratelimit();
         if self.sc.run.dirty_throttle == ThrottlePolicy::Legacy {
-            self.dom.vm_dirties =
+            self.pgwb.vm_dirties =
                 crate::klib::proportions::PropGlobal::new(self.legacy_prop_shift());
+        }
+    }
+
+    /// A `vm.dirty_*` sysctl write (`dirty_ratio_handler`,
+    /// `dirty_bytes_handler`, `dirty_background_*_handler`, and the plain
+    /// `dirty_expire_centisecs`). A new hard limit takes effect at once:
+    /// its handler zeroes the twin and then calls `writeback_set_ratelimit`,
+    /// which sets the domain's `dirty_limit` (as 6.18 does; older kernels'
+    /// ratio handler called it first, with the old `dirty_bytes` still set).
+    pub fn vm_sysctl_write(&mut self, knob: crate::scenario::VmKnob, v: u64) {
+        use crate::scenario::VmKnob;
+        let changed = self.sc.vm.write(knob, v);
+        self.knob_gen = self.knob_gen.wrapping_add(1);
+        if matches!(knob, VmKnob::DirtyRatio | VmKnob::DirtyBytes) && changed {
+            self.writeback_set_ratelimit();
         }
     }
 
@@ -495,13 +510,13 @@ impl Kernel {
             self.global_dirtyable_memory(),
         );
         self.dom.dirty_limit = thresh;
-        self.dom.ratelimit_pages = (thresh / (self.sc.machine.cpus as u64 * 32)).max(16);
+        self.pgwb.ratelimit_pages = (thresh / (self.sc.machine.cpus as u64 * 32)).max(16);
     }
 
     /// `global_dirtyable_memory`: free − totalreserve + file LRU, + 1.
     pub fn global_dirtyable_memory(&self) -> u64 {
         let mut x = self.vm.nr_free_pages;
-        x -= x.min(self.dom.totalreserve_pages);
+        x -= x.min(self.vmscan.totalreserve_pages);
         x += self.vm.nr_inactive_file + self.vm.nr_active_file;
         x + 1
     }
@@ -515,8 +530,12 @@ impl Kernel {
         } else {
             self.global_dirtyable_memory()
         };
-        let (thresh, bg) = match self.dom.limits_cache {
-            Some((a, limits)) if a == avail => limits,
+        let gen = self.knob_gen;
+        let (thresh, bg) = match self.pgwb.limits_cache {
+            Some((g, a, limits)) if (g, a) == (gen, avail) => {
+                debug_assert_eq!(limits, self.dirty_limits_uncached(avail, legacy));
+                limits
+            }
             _ => self.global_dirty_limits_of(avail, legacy),
         };
         if self.tracer.on.global_dirty_state {
@@ -529,7 +548,15 @@ impl Kernel {
     /// in `dom.limits_cache`.
     #[inline(never)]
     fn global_dirty_limits_of(&mut self, avail: u64, legacy: bool) -> (u64, u64) {
-        let limits = if legacy {
+        let limits = self.dirty_limits_uncached(avail, legacy);
+        self.pgwb.limits_cache = Some((self.knob_gen, avail, limits));
+        limits
+    }
+
+    /// The policy's (thresh, bg_thresh) for `avail` dirtyable pages under
+    /// the sysctls in force now.
+    fn dirty_limits_uncached(&self, avail: u64, legacy: bool) -> (u64, u64) {
+        if legacy {
             crate::mm::page_writeback_legacy::legacy_dirty_limits(
                 &self.sc.vm,
                 self.page_size(),
@@ -537,9 +564,7 @@ impl Kernel {
             )
         } else {
             domain_dirty_limits(&self.sc.vm, self.page_size(), avail)
-        };
-        self.dom.limits_cache = Some((avail, limits));
-        limits
+        }
     }
 
     #[inline(never)]
@@ -558,9 +583,13 @@ impl Kernel {
     #[inline]
     pub fn wb_calc_thresh(&mut self, wb: WbId, thresh: u64) -> u64 {
         let (num, den) = self.wbs[wb].completions.fraction(&self.dom.completions);
-        // the bdis' min/max ratios are fixed once the wbs are set up
+        // the bdis' min/max ratios change only with a sysfs write
+        let gen = self.knob_gen;
         match self.wbs[wb].thresh_cache {
-            Some((t, n, d, r)) if (t, n, d) == (thresh, num, den) => r,
+            Some((g, t, n, d, r)) if (g, t, n, d) == (gen, thresh, num, den) => {
+                debug_assert_eq!(r, self.wb_share_uncached(wb, thresh, num, den));
+                r
+            }
             _ => self.wb_share_of_thresh(wb, thresh, num, den),
         }
     }
@@ -568,14 +597,19 @@ impl Kernel {
     /// `__wb_calc_thresh` for a wb whose completion share is `num / den`.
     #[inline(never)]
     fn wb_share_of_thresh(&mut self, wb: WbId, thresh: u64, num: u64, den: u64) -> u64 {
-        let bdi_min_ratio: u64 = self.wbs.iter().map(|w| w.min_ratio).sum();
-        let w = &mut self.wbs[wb];
+        let r = self.wb_share_uncached(wb, thresh, num, den);
+        self.wbs[wb].thresh_cache = Some((self.knob_gen, thresh, num, den, r));
+        r
+    }
+
+    fn wb_share_uncached(&self, wb: WbId, thresh: u64, num: u64, den: u64) -> u64 {
+        // `bdi_min_ratio`: the sum of all bdis' min_ratio
+        let bdi_min_ratio: u64 = self.bdis.iter().map(|b| b.min_ratio).sum();
+        let b = self.wb_bdi(wb);
         let mut t = thresh * (100 - bdi_min_ratio) / 100;
         t = mul_div(t, num, den);
-        t += thresh * w.min_ratio / 100;
-        let r = t.min(thresh * w.max_ratio / 100);
-        w.thresh_cache = Some((thresh, num, den, r));
-        r
+        t += thresh * b.min_ratio / 100;
+        t.min(thresh * b.max_ratio / 100)
     }
 
     /// `wb_dirty_limits`. `wb_bg_thresh` is only read under strictlimit
@@ -584,7 +618,7 @@ impl Kernel {
     #[inline]
     fn wb_dirty_limits(&mut self, wb: WbId, dtc: &mut Dtc) {
         dtc.wb_thresh = self.wb_calc_thresh(wb, dtc.thresh);
-        if self.wbs[wb].strictlimit {
+        if self.wb_bdi(wb).strictlimit {
             dtc.wb_bg_thresh = (dtc.wb_thresh * dtc.bg_thresh)
                 .checked_div(dtc.thresh)
                 .unwrap_or(0);
@@ -626,7 +660,7 @@ impl Kernel {
         let kb = |x: u64| x << (ilog2(self.sc.machine.page_size) - 10);
         let line = format!(
             "bdi {}: write_bw={} awrite_bw={} dirty_rate={} dirty_ratelimit={} task_ratelimit={} balanced_dirty_ratelimit={} cgroup_ino=1",
-            w.name,
+            self.wb_name(wb),
             kb(w.write_bandwidth),
             kb(w.avg_write_bandwidth),
             kb(dirty_rate),
@@ -663,7 +697,7 @@ impl Kernel {
                 dirtied,
                 w.dirtied_stamp,
                 elapsed,
-                w.strictlimit,
+                self.wb_bdi(wb).strictlimit,
             );
             let w = &mut self.wbs[wb];
             w.dirty_ratelimit = u.dirty_ratelimit;
@@ -724,7 +758,7 @@ impl Kernel {
     /// `wb_domain_writeout_add` / `__wb_writeout_add`: count a completion in
     /// the wb's proportion and start the aging timer if it is stopped.
     pub fn wb_domain_writeout_add(&mut self, wb: WbId, n: u64) {
-        let max = self.wbs[wb].max_prop_frac;
+        let max = self.wb_bdi(wb).max_prop_frac;
         self.wbs[wb]
             .completions
             .add_max(&mut self.dom.completions, n, max);
@@ -765,16 +799,16 @@ impl Kernel {
             ratelimit = ratelimit.min(exceeded_rl);
         }
         if t.nr_dirtied >= ratelimit {
-            self.dom.bdp_ratelimits[cpu] = 0;
-        } else if self.dom.bdp_ratelimits[cpu] >= self.dom.ratelimit_pages {
-            self.dom.bdp_ratelimits[cpu] = 0;
+            self.pgwb.bdp_ratelimits[cpu] = 0;
+        } else if self.pgwb.bdp_ratelimits[cpu] >= self.pgwb.ratelimit_pages {
+            self.pgwb.bdp_ratelimits[cpu] = 0;
             ratelimit = 0;
         }
-        let leaks = self.dom.dirty_throttle_leaks[cpu];
+        let leaks = self.pgwb.dirty_throttle_leaks[cpu];
         let t = &mut self.tasks[pid];
         if leaks > 0 && t.nr_dirtied < ratelimit {
             let d = leaks.min(ratelimit - t.nr_dirtied);
-            self.dom.dirty_throttle_leaks[cpu] -= d;
+            self.pgwb.dirty_throttle_leaks[cpu] -= d;
             t.nr_dirtied += d;
         }
         if t.nr_dirtied >= ratelimit {
@@ -795,9 +829,9 @@ impl Kernel {
             ratelimit = ratelimit.min(32 >> (ilog2(self.page_size()) - 10));
         }
         if t.nr_dirtied >= ratelimit {
-            self.dom.bdp_ratelimits[cpu] = 0;
-        } else if self.dom.bdp_ratelimits[cpu] >= self.dom.ratelimit_pages {
-            self.dom.bdp_ratelimits[cpu] = 0;
+            self.pgwb.bdp_ratelimits[cpu] = 0;
+        } else if self.pgwb.bdp_ratelimits[cpu] >= self.pgwb.ratelimit_pages {
+            self.pgwb.bdp_ratelimits[cpu] = 0;
             ratelimit = 0;
         }
         let t = &self.tasks[pid];
@@ -821,9 +855,9 @@ impl Kernel {
         }
         let own = ratelimit.saturating_sub(t.nr_dirtied);
         let cpu_left = self
-            .dom
+            .pgwb
             .ratelimit_pages
-            .saturating_sub(self.dom.bdp_ratelimits[t.cpu]);
+            .saturating_sub(self.pgwb.bdp_ratelimits[t.cpu]);
         own.min(cpu_left.max(1)).max(1)
     }
 
@@ -847,7 +881,7 @@ impl Kernel {
             bg_thresh,
             ..Default::default()
         };
-        let strict = self.wbs[wb].strictlimit;
+        let strict = self.wb_bdi(wb).strictlimit;
         // strictlimit: freerun and polling follow the wb's own numbers
         let (d, t, b) = if strict {
             self.wb_dirty_limits(wb, &mut g);
@@ -897,8 +931,15 @@ impl Kernel {
             max_pause,
             task_ratelimit,
         );
+        // a memo of a pure function of its key: no knob can stale it
         let (min_pause, nr_dirtied_pause) = match w.min_pause_cache {
-            Some((k, r)) if k == key => r,
+            Some((k, r)) if k == key => {
+                debug_assert_eq!(
+                    r,
+                    wb_min_pause(self.hz(), key.0, key.1, key.2, key.3, key.1)
+                );
+                r
+            }
             _ => {
                 let r = wb_min_pause(
                     self.hz(),
@@ -1022,7 +1063,7 @@ impl Kernel {
         };
         let line = format!(
             "bdi {}: limit={} setpoint={} dirty={} wb_setpoint={} wb_dirty={} dirty_ratelimit={} task_ratelimit={} dirtied={} dirtied_pause={} paused={} pause={} period={} think={} cgroup_ino=1",
-            self.wbs[wb].name,
+            self.wb_name(wb),
             limit,
             setpoint,
             g.dirty,

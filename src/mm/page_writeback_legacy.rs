@@ -131,7 +131,7 @@ impl Kernel {
             self.legacy_ratelimit_pages()
         };
         let cpu = self.tasks[pid].cpu;
-        rl.saturating_sub(self.dom.bdp_ratelimits[cpu]).max(1)
+        rl.saturating_sub(self.pgwb.bdp_ratelimits[cpu]).max(1)
     }
 
     /// `balance_dirty_pages_ratelimited_nr` (3.1), after the task dirtied
@@ -144,11 +144,11 @@ impl Kernel {
         let rlp = self.legacy_ratelimit_pages();
         let ratelimit = if self.wbs[wb].dirty_exceeded { 8 } else { rlp };
         let cpu = self.tasks[pid].cpu;
-        let p = self.dom.bdp_ratelimits[cpu];
+        let p = self.pgwb.bdp_ratelimits[cpu];
         if p < ratelimit {
             return None;
         }
-        self.dom.bdp_ratelimits[cpu] = 0;
+        self.pgwb.bdp_ratelimits[cpu] = 0;
         self.tasks[pid].legacy = Some(Box::new(LegacyCall {
             write_chunk: sync_writeback_pages(p, rlp),
             pages_written: 0,
@@ -220,8 +220,8 @@ impl Kernel {
             }
             c.bdi_thresh = self.wb_calc_thresh(wb, thresh);
             let shift = self.legacy_prop_shift();
-            self.dom.vm_dirties.shift = shift;
-            let (num, den) = self.tasks[pid].dirties.fraction(&self.dom.vm_dirties);
+            self.pgwb.vm_dirties.shift = shift;
+            let (num, den) = self.tasks[pid].dirties.fraction(&self.pgwb.vm_dirties);
             c.task_bdi_thresh = task_dirty_limit(c.bdi_thresh, num, den);
             let bdi_reclaimable = self.wbs[wb].reclaimable;
             c.bdi_dirty = bdi_reclaimable + self.wbs[wb].writeback;

@@ -477,6 +477,68 @@ impl Features {
     }
 }
 
+/// A knob written while the machine runs (`[events.NAME]`): a sysctl or a
+/// sysfs attribute, with the kernel's rules for the write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KnobWrite {
+    /// `vm.dirty_ratio`, `vm.dirty_bytes`, `vm.dirty_background_ratio`,
+    /// `vm.dirty_background_bytes`, `vm.dirty_expire_centisecs`.
+    Vm(VmKnob, u64),
+    /// `/sys/class/bdi/MAJ:MIN/min_ratio` of a device.
+    BdiMinRatio(usize, u64),
+    /// `/sys/class/bdi/MAJ:MIN/max_ratio`.
+    BdiMaxRatio(usize, u64),
+    /// `/sys/class/bdi/MAJ:MIN/strict_limit`.
+    BdiStrictLimit(usize, bool),
+}
+
+/// The `vm.*` sysctls a run can write mid-run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VmKnob {
+    DirtyRatio,
+    DirtyBytes,
+    DirtyBackgroundRatio,
+    DirtyBackgroundBytes,
+    DirtyExpireCentisecs,
+}
+
+impl Vm {
+    /// Write one sysctl as its proc handler does: a `*_bytes` that
+    /// changes zeroes its `*_ratio` and vice versa (`dirty_bytes_handler`,
+    /// `dirty_ratio_handler` and their background twins; a write of the
+    /// value already there leaves the twin alone). Returns whether the
+    /// value changed.
+    pub fn write(&mut self, knob: VmKnob, v: u64) -> bool {
+        let (field, twin) = match knob {
+            VmKnob::DirtyRatio => (&mut self.dirty_ratio, Some(&mut self.dirty_bytes)),
+            VmKnob::DirtyBytes => (&mut self.dirty_bytes, Some(&mut self.dirty_ratio)),
+            VmKnob::DirtyBackgroundRatio => (
+                &mut self.dirty_background_ratio,
+                Some(&mut self.dirty_background_bytes),
+            ),
+            VmKnob::DirtyBackgroundBytes => (
+                &mut self.dirty_background_bytes,
+                Some(&mut self.dirty_background_ratio),
+            ),
+            VmKnob::DirtyExpireCentisecs => (&mut self.dirty_expire_centisecs, None),
+        };
+        let changed = *field != v;
+        *field = v;
+        if let (true, Some(t)) = (changed, twin) {
+            *t = 0;
+        }
+        changed
+    }
+}
+
+/// `[events.NAME]`: at `at`, write each knob given, in document order.
+#[derive(Clone, Debug)]
+pub struct KnobEvent {
+    pub name: String,
+    pub at: Ns,
+    pub writes: Vec<KnobWrite>,
+}
+
 #[derive(Clone, Debug)]
 pub struct Trace {
     pub events: Vec<String>,
@@ -514,6 +576,8 @@ pub struct Scenario {
     pub jobs: Vec<Job>,
     pub run: Run,
     pub features: Features,
+    /// Knob writes during the run, by time (then document order).
+    pub events: Vec<KnobEvent>,
     pub trace: Trace,
     pub fidelity: Fidelity,
 }
@@ -841,12 +905,12 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     // vm sysctls, applied in document order with the kernel's rule that
     // writing a *_bytes zeroes its *_ratio and vice versa.
     let mut vm = Vm::default();
-    let mut writes: Vec<(usize, &str, u64)> = Vec::new();
+    let mut writes: Vec<(usize, VmKnob, u64)> = Vec::new();
     if let Some((v, e)) = r.uint("vm.dirty_ratio", 0, 100)? {
-        writes.push((e.order, "dirty_ratio", v));
+        writes.push((e.order, VmKnob::DirtyRatio, v));
     }
     if let Some((v, e)) = r.uint("vm.dirty_background_ratio", 0, 100)? {
-        writes.push((e.order, "dirty_background_ratio", v));
+        writes.push((e.order, VmKnob::DirtyBackgroundRatio, v));
     }
     if let Some((v, e)) = r.size("vm.dirty_bytes")? {
         if v != 0 && v < 2 * page_size {
@@ -858,31 +922,14 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 ),
             );
         }
-        writes.push((e.order, "dirty_bytes", v));
+        writes.push((e.order, VmKnob::DirtyBytes, v));
     }
     if let Some((v, e)) = r.size("vm.dirty_background_bytes")? {
-        writes.push((e.order, "dirty_background_bytes", v));
+        writes.push((e.order, VmKnob::DirtyBackgroundBytes, v));
     }
     writes.sort_by_key(|w| w.0);
     for (_, k, v) in writes {
-        match k {
-            "dirty_ratio" => {
-                vm.dirty_ratio = v;
-                vm.dirty_bytes = 0;
-            }
-            "dirty_bytes" => {
-                vm.dirty_bytes = v;
-                vm.dirty_ratio = 0;
-            }
-            "dirty_background_ratio" => {
-                vm.dirty_background_ratio = v;
-                vm.dirty_background_bytes = 0;
-            }
-            _ => {
-                vm.dirty_background_bytes = v;
-                vm.dirty_background_ratio = 0;
-            }
-        }
+        vm.write(k, v);
     }
     if let Some((v, _)) = r.uint("vm.dirty_expire_centisecs", 0, i32::MAX as u64)? {
         vm.dirty_expire_centisecs = v;
@@ -1581,6 +1628,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             },
         },
     };
+    let events = read_events(&mut r, &devices, duration, page_size)?;
     let mut fidelity = Fidelity::default();
     let tol_keys: Vec<String> = r
         .raw
@@ -1627,10 +1675,11 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             "filesystems" => "filesystems.NAME.{type,device,max_folio,agcount,metadata,commit,journal_size}",
             "jobs" => "jobs.NAME.{type,filesystem,numjobs,bs,size,start,runtime} (dd) or {type,filesystem,args,start} (fs_mark)",
             "run" => "run.{duration,seed,warmup,dirty_throttle,flusher_plug,plug_merge,sample_interval}",
+            "events" => "events.NAME.{at,KNOB} (KNOB: a vm.dirty_* sysctl or devices.NAME.bdi.{min_ratio,max_ratio,strict_limit})",
             "kernel" => "kernel.features.{large_folios,wbt,blk_throttle,bw_dwork,wb_bandwidth,dirty_limits,dioread_nolock,writeback_chunk}",
             "trace" => "trace.events",
             "fidelity" => "fidelity.tolerance.METRIC (see `wbsim fidelity --help`)",
-            _ => "one of the sections machine, vm, devices, filesystems, jobs, run, kernel, trace, fidelity",
+            _ => "one of the sections machine, vm, devices, filesystems, jobs, run, kernel, events, trace, fidelity",
         };
         return err(&e.origin, format!("unknown key `{path}`; expected {hint}"));
     }
@@ -1649,9 +1698,187 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         jobs,
         run,
         features,
+        events,
         trace,
         fidelity,
     })
+}
+
+/// `[events.NAME]` tables: `at = "20s"` and the knobs to write then, by
+/// their scenario paths (`"vm.dirty_bytes" = "400M"`). Each value is read
+/// and checked as the same key is at the start, and the kernel's refusals
+/// (EINVAL) are errors here: a bdi's `min_ratio` above its `max_ratio`, or
+/// the bdis' `min_ratio`s summing past 100.
+fn read_events(
+    r: &mut Reader,
+    devices: &[Device],
+    duration: Ns,
+    page_size: u64,
+) -> Result<Vec<KnobEvent>, ScenarioError> {
+    let mut events = Vec::new();
+    for (ename, eorigin) in r.raw.names_under("events") {
+        let pre = format!("events.{ename}.");
+        let at = match r.duration(&format!("{pre}at"))? {
+            Some((t, e)) if t >= duration => {
+                return err(
+                    &e.origin,
+                    format!("event `{ename}` is at or after the end of the run; expected `at` below `run.duration`"),
+                )
+            }
+            Some((t, _)) => t,
+            None => {
+                return err(
+                    &eorigin,
+                    format!("event `{ename}` has no `at`; expected e.g. `at = \"20s\"`"),
+                )
+            }
+        };
+        let mut knobs: Vec<(String, Entry)> = r
+            .raw
+            .entries
+            .iter()
+            .filter(|(k, _)| k.starts_with(&pre))
+            .map(|(k, e)| (k[pre.len()..].to_string(), e.clone()))
+            .collect();
+        knobs.sort_by_key(|(_, e)| e.order);
+        if knobs.is_empty() {
+            return err(
+                &eorigin,
+                format!("event `{ename}` writes nothing; expected a knob such as `\"vm.dirty_bytes\" = \"400M\"`"),
+            );
+        }
+        let mut writes = Vec::new();
+        for (knob, e) in knobs {
+            r.raw.take(&format!("{pre}{knob}"));
+            let mut one = Reader {
+                raw: RawScenario::default(),
+            };
+            one.raw
+                .insert(knob.clone(), e.val.clone(), e.origin.clone());
+            writes.push(read_knob_write(&mut one, &knob, &e, devices, page_size)?);
+        }
+        events.push(KnobEvent {
+            name: ename,
+            at,
+            writes,
+        });
+    }
+    // stable: events at one time apply in document order
+    events.sort_by_key(|e| e.at);
+    // replay the bdi ratio writes as the kernel would take them
+    let mut ratios: Vec<(u64, u64)> = devices
+        .iter()
+        .map(|d| (d.bdi.min_ratio, d.bdi.max_ratio))
+        .collect();
+    for ev in &events {
+        for w in &ev.writes {
+            match *w {
+                KnobWrite::BdiMinRatio(d, v) => ratios[d].0 = v,
+                KnobWrite::BdiMaxRatio(d, v) => ratios[d].1 = v,
+                _ => continue,
+            }
+            let sum: u64 = ratios.iter().map(|r| r.0).sum();
+            let origin = r
+                .raw
+                .tables
+                .get(&format!("events.{}", ev.name))
+                .cloned()
+                .unwrap_or(Origin::Builtin);
+            if let Some(d) = ratios.iter().position(|r| r.0 > r.1) {
+                return err(
+                    &origin,
+                    format!(
+                        "event `{}` leaves device `{}`'s bdi.min_ratio ({}) above its bdi.max_ratio ({}); the kernel refuses such a write",
+                        ev.name, devices[d].name, ratios[d].0, ratios[d].1
+                    ),
+                );
+            }
+            if sum > 100 {
+                return err(
+                    &origin,
+                    format!(
+                        "event `{}` makes the bdis' min_ratio sum {sum}%; the kernel refuses a sum above 100",
+                        ev.name
+                    ),
+                );
+            }
+        }
+    }
+    Ok(events)
+}
+
+/// One knob of an event, read from a reader that holds it alone.
+fn read_knob_write(
+    one: &mut Reader,
+    knob: &str,
+    e: &Entry,
+    devices: &[Device],
+    page_size: u64,
+) -> Result<KnobWrite, ScenarioError> {
+    let vm = |k| match k {
+        "vm.dirty_ratio" => Some(VmKnob::DirtyRatio),
+        "vm.dirty_bytes" => Some(VmKnob::DirtyBytes),
+        "vm.dirty_background_ratio" => Some(VmKnob::DirtyBackgroundRatio),
+        "vm.dirty_background_bytes" => Some(VmKnob::DirtyBackgroundBytes),
+        "vm.dirty_expire_centisecs" => Some(VmKnob::DirtyExpireCentisecs),
+        _ => None,
+    };
+    if let Some(k) = vm(knob) {
+        let v = match k {
+            VmKnob::DirtyRatio | VmKnob::DirtyBackgroundRatio => one.uint(knob, 0, 100)?,
+            VmKnob::DirtyExpireCentisecs => one.uint(knob, 0, i32::MAX as u64)?,
+            VmKnob::DirtyBytes => match one.size(knob)? {
+                Some((v, e)) if v < 2 * page_size => {
+                    return err(
+                        &e.origin,
+                        format!(
+                            "`{knob}` = {v} is below the kernel's minimum of 2 pages ({})",
+                            2 * page_size
+                        ),
+                    )
+                }
+                x => x,
+            },
+            VmKnob::DirtyBackgroundBytes => one.size(knob)?,
+        };
+        return Ok(KnobWrite::Vm(k, v.expect("inserted").0));
+    }
+    let bdi_knob = knob
+        .strip_prefix("devices.")
+        .and_then(|rest| rest.split_once(".bdi."));
+    if let Some((dname, attr)) = bdi_knob {
+        let Some(d) = devices.iter().position(|d| d.name == dname) else {
+            return err(
+                &e.origin,
+                format!("`{knob}` names device `{dname}`, which is not defined"),
+            );
+        };
+        match attr {
+            "min_ratio" => {
+                return Ok(KnobWrite::BdiMinRatio(
+                    d,
+                    one.uint(knob, 0, 100)?.expect("inserted").0,
+                ))
+            }
+            "max_ratio" => {
+                return Ok(KnobWrite::BdiMaxRatio(
+                    d,
+                    one.uint(knob, 0, 100)?.expect("inserted").0,
+                ))
+            }
+            "strict_limit" => {
+                return Ok(KnobWrite::BdiStrictLimit(
+                    d,
+                    one.boolean(knob, true)?.expect("inserted"),
+                ))
+            }
+            _ => {}
+        }
+    }
+    err(
+        &e.origin,
+        format!("`{knob}` cannot be written during a run; expected one of vm.dirty_ratio, vm.dirty_bytes, vm.dirty_background_ratio, vm.dirty_background_bytes, vm.dirty_expire_centisecs, devices.NAME.bdi.min_ratio, devices.NAME.bdi.max_ratio, devices.NAME.bdi.strict_limit"),
+    )
 }
 
 /// `kernel.features.*`, `run.flusher_plug` and `run.plug_merge`, each
