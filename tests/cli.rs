@@ -343,3 +343,49 @@ fn fidelity_rescores_kept_kernel_runs() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains(e.to_str().unwrap()), "{err}");
 }
+
+#[test]
+fn docs_scenario_md_is_wbsim_help_markdown() {
+    let o = wbsim(&["help", "--markdown"]);
+    assert!(o.status.success());
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/scenario.md");
+    let doc = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        doc == String::from_utf8_lossy(&o.stdout),
+        "docs/scenario.md is not what `wbsim help --markdown` prints (src/scenario/keys.rs \
+         changed?); regenerate it with: cargo run -q -- help --markdown > docs/scenario.md"
+    );
+}
+
+#[test]
+fn help_explains_a_key_a_prefix_or_all() {
+    let o = wbsim(&["help", "devices.loop0.write_bps"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success());
+    assert!(
+        out.starts_with("devices.NAME.write_bps\n") && out.contains("throttled"),
+        "{out}"
+    );
+    let o = wbsim(&["help", "vm"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success());
+    assert_eq!(out.matches("\nvm.").count() + 1, 6, "{out}");
+    let o = wbsim(&["help"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && out.contains("machine.cost.fork"),
+        "{out}"
+    );
+    // an unknown key: a message naming what is expected, and exit code 2
+    let o = wbsim(&["help", "vm.dirty_ratoi"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        err.contains("no scenario key `vm.dirty_ratoi`") && err.contains("dirty_ratio"),
+        "{err}"
+    );
+    // a command's name still gives that command's help
+    let o = wbsim(&["help", "check"]);
+    assert!(o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Usage: wbsim check"));
+}

@@ -39,8 +39,8 @@ warmup = "0s"
 
 /// The host rig's case B (examples/rig/smallfile-throttled.toml: 4
 /// fs_mark threads x 80,000 4 KiB files on ext4 over a 50 MiB/s loop
-/// device). The kernel (6.18) wrote, by rwbs and region
-/// (../rigdata/smallfile/REPORT.md): journal WSM 400 IOs, 189.7 MiB,
+/// device). The kernel (6.18) wrote, by rwbs and region (block_rq_issue
+/// while fs_mark ran; docs/validation.md): journal WSM 400 IOs, 189.7 MiB,
 /// p50 512 KiB (jbd2); in place WM 126 MiB (inode table 104.6, directories
 /// 21.1, bitmaps 0.2; the flusher).
 #[test]
@@ -78,7 +78,7 @@ fn journal_and_in_place_metadata_writes() {
     assert!(d.meta_write_mib_s.unwrap() < 0.4 * d.write_mib_s);
 }
 
-/// XFS on the same rig setup (../rigdata/smallfile-xfs, case B): the
+/// XFS on the same rig setup (case B; docs/validation.md): the
 /// kernel writes its log in 32 KiB log buffers that never merge (8,952 of
 /// them, WSM, from the CIL worker) and inode clusters and directory blocks
 /// in place from xfsaild (WM).

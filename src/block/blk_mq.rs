@@ -1,5 +1,5 @@
 //! Requests, the per-task plug and tags (block/blk-mq.c, blk-merge.c,
-//! blk-core.c; spec §25–27).
+//! blk-core.c).
 //!
 //! - A bio is split at `max_sectors` (`__bio_split_to_limits`).
 //! - With a plug, a piece first tries to merge into the *newest* plugged

@@ -152,7 +152,7 @@ impl Kernel {
         // and buffers) through at once and only charges it: on the host rig
         // XFS metadata went from submit to issue in 0.2 ms (p50) while data
         // waited, and the device ran above the cap during xfsaild's waves
-        // (../rigdata/smallfile-xfs/REPORT.md)
+        // (docs/validation.md)
         let meta = self.bios[id].as_ref().expect("bio").opf & crate::block::blk_wbt::REQ_META != 0;
         let crate::block::Backend::Throttled(t) = &mut self.devs[dev].backend else {
             unreachable!()

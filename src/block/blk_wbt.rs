@@ -1,5 +1,4 @@
-//! Buffered writeback throttling, wbt (block/blk-wbt.c, block/blk-rq-qos.c;
-//! spec §28).
+//! Buffered writeback throttling, wbt (block/blk-wbt.c, block/blk-rq-qos.c).
 //!
 //! wbt sits in front of tag allocation (`rq_qos_throttle` in
 //! `blk_mq_get_new_requests`): a buffered write that needs a *new* request

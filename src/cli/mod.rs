@@ -5,7 +5,7 @@ pub mod compare;
 use crate::metrics::Summary;
 use crate::output::{simulate, write_outputs};
 use crate::scenario::{Scenario, ScenarioError};
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -14,7 +14,9 @@ use std::time::Instant;
 #[command(
     name = "wbsim",
     version,
-    about = "A deterministic simulator of the Linux storage writeback stack"
+    about = "A deterministic simulator of the Linux storage writeback stack",
+    // `wbsim help` explains scenario keys; `wbsim COMMAND --help` the commands
+    disable_help_subcommand = true
 )]
 struct Cli {
     #[command(subcommand)]
@@ -126,6 +128,54 @@ enum Cmd {
         /// Second run's output directory (or its summary.json)
         b: PathBuf,
     },
+    /// Explain scenario keys: one (devices.loop0.write_bps), every key under
+    /// a prefix (vm, devices.NAME), or, without KEY, the list
+    Help {
+        /// A key or a prefix of keys; NAME segments match any name
+        key: Option<String>,
+        /// Print the whole reference as Markdown (docs/scenario.md)
+        #[arg(long, conflicts_with = "key")]
+        markdown: bool,
+    },
+}
+
+/// `wbsim help [KEY]`.
+fn help_cmd(key: Option<&str>, markdown: bool) -> i32 {
+    use crate::scenario::keys;
+    if markdown {
+        print!("{}", keys::markdown());
+        return 0;
+    }
+    let Some(key) = key else {
+        print!("{}", keys::list_text());
+        return 0;
+    };
+    let found = keys::lookup(key);
+    let mut cmd = Cli::command();
+    cmd.build();
+    let sub = cmd.find_subcommand_mut(key);
+    if found.is_empty() {
+        // `wbsim help COMMAND`, as clap's own help subcommand did
+        if let Some(sub) = sub {
+            let _ = sub.print_help();
+            return 0;
+        }
+        eprintln!(
+            "wbsim: help: no scenario key `{key}`; expected {}",
+            keys::expected_for(key)
+        );
+        return 2;
+    }
+    for (i, k) in found.iter().enumerate() {
+        if i > 0 {
+            println!();
+        }
+        print!("{}", keys::entry_text(k));
+    }
+    if sub.is_some() {
+        println!("\n(`wbsim {key} --help` describes the command)");
+    }
+    0
 }
 
 fn load(s: &ScenarioArgs) -> Result<Scenario, ScenarioError> {
@@ -154,6 +204,7 @@ pub fn main() -> i32 {
         }
     };
     match cli.cmd {
+        Cmd::Help { key, markdown } => help_cmd(key.as_deref(), markdown),
         Cmd::Restore => {
             // SAFETY: geteuid(2) has no preconditions.
             if unsafe { libc::geteuid() } != 0 {

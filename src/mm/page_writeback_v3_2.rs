@@ -1,5 +1,5 @@
 //! The IO-less throttle as merged for Linux 3.2 (mm/page-writeback.c of
-//! 3.2; spec §16). The same design as 6.x, with 3.2's rules:
+//! 3.2). The same design as 6.x, with 3.2's rules:
 //!
 //! - thresholds from the pre-3.3 dirtyable memory (no reserve), in percent;
 //! - the cubic is not clamped and divides by `limit - setpoint + 1`;

@@ -1,8 +1,10 @@
 //! Scenario files (TOML). Knobs carry the kernel's names: `vm.dirty_bytes` is
 //! the sysctl, `devices.NAME.queue.max_sectors_kb` the sysfs attribute.
 //! Every knob can also be set from the command line by its dotted path
-//! (`--set vm.dirty_bytes=200M`). See README.md for the reference.
+//! (`--set vm.dirty_bytes=200M`). Every key is documented in `keys`
+//! (docs/scenario.md, `wbsim help`).
 
+pub mod keys;
 pub mod raw;
 
 use crate::sim::{Ns, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC};
@@ -1668,19 +1670,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         .unwrap_or_else(|| name.to_string());
 
     if let Some((path, e)) = r.raw.first_leftover() {
-        let hint = match path.split('.').next().unwrap_or("") {
-            "machine" => "machine.{memory,cpus,hz,page_size,anon,reserve,host_backed_free,sched,sched_base_slice,autogroup,cost.*}",
-            "vm" => "vm.{dirty_ratio,dirty_bytes,dirty_background_ratio,dirty_background_bytes,dirty_expire_centisecs,dirty_writeback_centisecs}",
-            "devices" => "devices.NAME.{type,write_bps,read_bps,backing,bandwidth,iops,latency,queue_depth,channels,per_io,write_cache,cache,flush_bandwidth,rpm,avg_seek,track_to_track,full_stroke,media_rate_outer,media_rate_inner,per_cmd_overhead,members,chunk,size,devno,queue.max_sectors_kb,queue.max_hw_sectors_kb,queue.max_segments,queue.nr_requests,queue.scheduler,queue.wbt_lat_usec,bdi.min_ratio,bdi.max_ratio,bdi.strict_limit,bdi.write_bandwidth,bdi.dirty_ratelimit}",
-            "filesystems" => "filesystems.NAME.{type,device,max_folio,agcount,metadata,commit,journal_size}",
-            "jobs" => "jobs.NAME.{type,filesystem,numjobs,bs,size,start,runtime} (dd) or {type,filesystem,args,start} (fs_mark)",
-            "run" => "run.{duration,seed,warmup,dirty_throttle,flusher_plug,plug_merge,sample_interval}",
-            "events" => "events.NAME.{at,KNOB} (KNOB: a vm.dirty_* sysctl or devices.NAME.bdi.{min_ratio,max_ratio,strict_limit})",
-            "kernel" => "kernel.features.{large_folios,wbt,blk_throttle,bw_dwork,wb_bandwidth,dirty_limits,dioread_nolock,writeback_chunk}",
-            "trace" => "trace.events",
-            "fidelity" => "fidelity.tolerance.METRIC (see `wbsim fidelity --help`)",
-            _ => "one of the sections machine, vm, devices, filesystems, jobs, run, kernel, events, trace, fidelity",
-        };
+        let hint = keys::expected_for(path);
         return err(&e.origin, format!("unknown key `{path}`; expected {hint}"));
     }
     if jobs.is_empty() {

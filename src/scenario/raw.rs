@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::{Arc, Mutex};
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum RawVal {
@@ -82,6 +83,9 @@ pub struct RawScenario {
     next: usize,
     /// Tables declared in the file (so an empty `[devices.x]` still exists).
     pub tables: BTreeMap<String, Origin>,
+    /// Every path `take` was asked for, once `record_asked` is called (the
+    /// test that each key the parser reads is documented in scenario::keys).
+    asked: Option<Arc<Mutex<Vec<String>>>>,
 }
 
 fn line_of(src: &str, byte: usize) -> usize {
@@ -239,7 +243,18 @@ impl RawScenario {
 
     /// Remove and return the entry at `path`.
     pub fn take(&mut self, path: &str) -> Option<Entry> {
+        if let Some(a) = &self.asked {
+            a.lock().expect("asked paths").push(path.to_string());
+        }
         self.entries.remove(path)
+    }
+
+    /// From now on, record every path `take` is asked for, present or not,
+    /// in the returned list (which outlives this scenario's consumption).
+    pub fn record_asked(&mut self) -> Arc<Mutex<Vec<String>>> {
+        self.asked
+            .get_or_insert_with(|| Arc::new(Mutex::new(Vec::new())))
+            .clone()
     }
 
     /// Names of the sub-tables under `prefix` (e.g. device names under
