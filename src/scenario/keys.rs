@@ -60,14 +60,14 @@ pub const KEYS: &[KeyDoc] = &[
     k("machine.page_size", "4k", ALL, "\"4k\"", "page size; only 4096"),
     k("machine.anon", "memory/32", ALL, "\"512M\"", "memory that is neither free nor page cache"),
     k("machine.reserve", "estimated from memory", ALL, "\"64M\"", "`totalreserve_pages` in bytes (see /proc/zoneinfo)"),
-    k("machine.host_backed_free", "all", ALL, "\"180M\"", "free memory the hypervisor still backs at the start; each page-cache page allocated beyond it costs `machine.cost.host_fault` (free page reporting)"),
+    k("machine.host_backed_free", "all of it", ALL, "\"180M\"", "free memory the hypervisor still backs at the start; each page-cache page allocated beyond it costs `machine.cost.host_fault` (free page reporting)"),
     k("machine.sched", "fifo", ALL, "\"eevdf\"", "CPU scheduler: `fifo` (one run queue, round-robin slices of `machine.cost.sched_slice`) or `eevdf` (Linux 6.6+ EEVDF at nice 0, PREEMPT_NONE)"),
     k("machine.autogroup", "unset (off)", ALL, "true", "`kernel.sched_autogroup_enabled` (true/false or 1/0): the workload shares one task group, which kernel threads compete with as a whole"),
     k("machine.sched_base_slice", "700us", ALL, "\"750us\"", "`eevdf`: `sysctl_sched_base_slice` (debugfs sched/base_slice_ns; 750us in the first EEVDF kernels), scaled by 1 + ilog2(min(cpus, 8))"),
     k("machine.cost.syscall", "500ns", ALL, "\"2us\"", "CPU time per system call"),
     k("machine.cost.copy_per_kib", "80ns", ALL, "\"100ns\"", "user↔kernel copy per KiB"),
     k("machine.cost.page_cache_insert", "300ns", ALL, "\"900ns\"", "per page added to the page cache"),
-    k("machine.cost.host_fault", "0", ALL, "\"15us\"", "per page allocated once `machine.host_backed_free` is used up (0 on bare metal)"),
+    k("machine.cost.host_fault", "0s", ALL, "\"15us\"", "per page allocated once `machine.host_backed_free` is used up (0 on bare metal)"),
     k("machine.cost.writeback_per_page", "150ns", ALL, "\"200ns\"", "flusher work per page written back"),
     k("machine.cost.bio_submit", "2us", ALL, "\"3us\"", "per bio built and submitted"),
     k("machine.cost.file_create", "15us", ALL, "\"20us\"", "creating a file (inode and directory entry: open with O_CREAT)"),
@@ -76,7 +76,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("machine.cost.bdp_call", "1us", ALL, "\"2us\"", "per balance_dirty_pages call"),
     k("machine.cost.wakeup", "3us", ALL, "\"5us\"", "a wakeup and switch-in"),
     k("machine.cost.wakeup_jitter", "30us", ALL, "\"50us\"", "a tick's timer softirq runs up to this late (seeded PRNG)"),
-    k("machine.cost.fork", "0", ALL, "\"4ms\"", "CPU time a job's launcher spends starting each dd writer, one after another (0: all start at once)"),
+    k("machine.cost.fork", "0s", ALL, "\"4ms\"", "CPU time a job's launcher spends starting each dd writer, one after another (0: all start at once)"),
     k("machine.cost.spread", "0", ALL, "30", "percent (0–90): each CPU burst of a workload task costs its estimate times a factor drawn from 1 ± spread/100"),
     k("machine.cost.sched_slice", "3ms", ALL, "\"4ms\"", "`fifo`: slice before a busy task is preempted"),
     // vm sysctls
@@ -133,10 +133,10 @@ pub const KEYS: &[KeyDoc] = &[
     // jobs
     k("jobs.NAME.type", "the name, if it starts with `dd` or is `fs_mark` or `fsmark`", ALL, "\"dd\"", "`dd` or `fs_mark`"),
     k("jobs.NAME.filesystem", "the only one", ALL, "\"scratch\"", "where the files go"),
-    k("jobs.NAME.start", "0", ALL, "\"5s\"", "when the writers start"),
+    k("jobs.NAME.start", "0s", ALL, "\"5s\"", "when the writers start"),
     k("jobs.NAME.numjobs", "1", DD, "10", "writers, one file each"),
     k("jobs.NAME.bs", "512", DD, "\"1M\"", "block size (a multiple of 512, up to 64M)"),
-    k("jobs.NAME.size", "unbounded", DD, "\"1G\"", "bytes per writer"),
+    k("jobs.NAME.size", "no limit", DD, "\"1G\"", "bytes per writer"),
     k("jobs.NAME.runtime", "to the end", DD, "\"20s\"", "how long the writers write"),
     k("jobs.NAME.args", "required", FS_MARK, "\"-d /mnt/0 -S0 -n 1000 -s 4096 -L 2\"", "fs_mark's own flags: `-d DIR` (a thread each), `-D` subdirectories, `-n` files per loop, `-s` size, `-S0`, `-L` loops, `-t` threads per `-d`"),
     // run
@@ -642,5 +642,54 @@ at = "10s"
             "{h}"
         );
         assert!(expected_for("fidelity.x").starts_with("fidelity.tolerance.METRIC"));
+    }
+
+    /// A documented default that is a plain value (`16G`, `4`, `fifo`,
+    /// `true`), as TOML; None for a description (`memory/32`, `true
+    /// (io-less), false (older)`).
+    fn literal_default(d: &str) -> Option<String> {
+        if d.contains(|c: char| c.is_whitespace() || "()/,—".contains(c)) {
+            return None;
+        }
+        if d.parse::<i64>().is_ok() || d == "true" || d == "false" {
+            return Some(d.to_string());
+        }
+        Some(format!("\"{d}\""))
+    }
+
+    /// Where the docs give a plain default, setting the key to it changes
+    /// nothing: the documented default is the parser's.
+    #[test]
+    fn documented_defaults_are_the_parsers() {
+        let mut checked = 0;
+        for k in KEYS {
+            let Some(v) = literal_default(k.default) else {
+                continue;
+            };
+            let path = concrete(k);
+            // a base that does not set the key itself
+            let base = EVERY_KIND;
+            let plain = RawScenario::parse(base, "base").expect("base parses");
+            if plain.entries.contains_key(&path) {
+                continue;
+            }
+            let a = build(plain, "t").expect("base builds");
+            let b = match build(with(base, &path, &v), "t") {
+                Ok(b) => b,
+                Err(e) => panic!(
+                    "`{path} = {v}` (the documented default of `{}`): {e}",
+                    k.key
+                ),
+            };
+            assert_eq!(
+                format!("{a:?}"),
+                format!("{b:?}"),
+                "`{}`: its documented default {} is not the parser's",
+                k.key,
+                k.default
+            );
+            checked += 1;
+        }
+        assert!(checked >= 40, "only {checked} defaults checked");
     }
 }

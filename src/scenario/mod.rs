@@ -304,92 +304,7 @@ pub enum JobKind {
     FsMark(FsMarkArgs),
 }
 
-/// The fs_mark flags wbsim understands: `-d DIR` (repeatable; one set of
-/// threads per directory), `-D N` subdirectories per directory, `-n N`
-/// files per thread per loop, `-s BYTES` file size, `-S0` (no sync), `-L N`
-/// loops, `-t N` threads per directory.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FsMarkArgs {
-    pub dirs: Vec<String>,
-    pub subdirs: u64,
-    pub files: u64,
-    pub size: u64,
-    pub loops: u64,
-    pub threads_per_dir: u64,
-}
-
-impl FsMarkArgs {
-    /// Parse fs_mark's flags (as written on its command line).
-    pub fn parse(args: &str) -> Result<FsMarkArgs, String> {
-        let mut a = FsMarkArgs {
-            dirs: Vec::new(),
-            subdirs: 0,
-            files: 1000,
-            size: 51200,
-            loops: 1,
-            threads_per_dir: 1,
-        };
-        let toks: Vec<&str> = args.split_whitespace().collect();
-        let mut i = 0;
-        let num = |v: Option<&&str>, flag: &str| -> Result<u64, String> {
-            let v = v.ok_or_else(|| format!("fs_mark flag `{flag}` needs a number"))?;
-            v.parse::<u64>()
-                .map_err(|_| format!("fs_mark flag `{flag}`: `{v}` is not a number"))
-        };
-        while i < toks.len() {
-            let t = toks[i];
-            // flags may be glued to their value: -S0, -n5000
-            let (flag, glued) = if t.len() > 2 && t.starts_with('-') {
-                (&t[..2], Some(&t[2..]))
-            } else {
-                (t, None)
-            };
-            let mut val = || -> Option<&str> {
-                if let Some(g) = glued {
-                    Some(g)
-                } else {
-                    i += 1;
-                    toks.get(i).copied()
-                }
-            };
-            match flag {
-                "-d" => a.dirs.push(
-                    val()
-                        .ok_or("fs_mark flag `-d` needs a directory")?
-                        .to_string(),
-                ),
-                "-D" => a.subdirs = num(val().as_ref(), "-D")?,
-                "-n" => a.files = num(val().as_ref(), "-n")?,
-                "-s" => a.size = num(val().as_ref(), "-s")?,
-                "-L" => a.loops = num(val().as_ref(), "-L")?,
-                "-t" => a.threads_per_dir = num(val().as_ref(), "-t")?,
-                "-S" => {
-                    let v = num(val().as_ref(), "-S")?;
-                    if v != 0 {
-                        return Err(format!("fs_mark `-S{v}`: only -S0 (no sync) is modelled"));
-                    }
-                }
-                f => {
-                    return Err(format!(
-                        "fs_mark flag `{f}` is not supported; expected -d, -D, -n, -s, -S0, -L, -t"
-                    ))
-                }
-            }
-            i += 1;
-        }
-        if a.dirs.is_empty() {
-            return Err("fs_mark needs at least one `-d DIR`".into());
-        }
-        if a.files == 0 || a.loops == 0 || a.threads_per_dir == 0 {
-            return Err("fs_mark -n, -L and -t must be > 0".into());
-        }
-        Ok(a)
-    }
-
-    pub fn threads(&self) -> u64 {
-        self.dirs.len() as u64 * self.threads_per_dir
-    }
-}
+pub use crate::workload::fs_mark::FsMarkArgs;
 
 #[derive(Clone, Debug)]
 pub struct Job {
@@ -624,8 +539,10 @@ impl Scenario {
 
 // ---- typed readers ---------------------------------------------------------
 
-struct Reader {
-    raw: RawScenario,
+/// Typed reads of a scenario's keys: each removes the key it reads, so
+/// what is left at the end is unknown.
+pub(crate) struct Reader {
+    pub(crate) raw: RawScenario,
 }
 
 fn expect_str<'a>(e: &'a Entry, what: &str) -> Result<&'a str, ScenarioError> {
@@ -639,11 +556,11 @@ fn expect_str<'a>(e: &'a Entry, what: &str) -> Result<&'a str, ScenarioError> {
 }
 
 impl Reader {
-    fn take(&mut self, path: &str) -> Option<Entry> {
+    pub(crate) fn take(&mut self, path: &str) -> Option<Entry> {
         self.raw.take(path)
     }
 
-    fn size(&mut self, path: &str) -> Result<Option<(u64, Entry)>, ScenarioError> {
+    pub(crate) fn size(&mut self, path: &str) -> Result<Option<(u64, Entry)>, ScenarioError> {
         let Some(e) = self.take(path) else {
             return Ok(None);
         };
@@ -672,7 +589,7 @@ impl Reader {
         Ok(Some((v, e)))
     }
 
-    fn rate(&mut self, path: &str) -> Result<Option<(u64, Entry)>, ScenarioError> {
+    pub(crate) fn rate(&mut self, path: &str) -> Result<Option<(u64, Entry)>, ScenarioError> {
         let Some(e) = self.take(path) else {
             return Ok(None);
         };
@@ -701,7 +618,7 @@ impl Reader {
         Ok(Some((v, e)))
     }
 
-    fn duration(&mut self, path: &str) -> Result<Option<(Ns, Entry)>, ScenarioError> {
+    pub(crate) fn duration(&mut self, path: &str) -> Result<Option<(Ns, Entry)>, ScenarioError> {
         let Some(e) = self.take(path) else {
             return Ok(None);
         };
@@ -724,7 +641,11 @@ impl Reader {
     }
 
     /// A boolean knob; `sysfs_01` also takes 0 and 1, as sysfs files do.
-    fn boolean(&mut self, path: &str, sysfs_01: bool) -> Result<Option<bool>, ScenarioError> {
+    pub(crate) fn boolean(
+        &mut self,
+        path: &str,
+        sysfs_01: bool,
+    ) -> Result<Option<bool>, ScenarioError> {
         let Some(e) = self.take(path) else {
             return Ok(None);
         };
@@ -738,7 +659,7 @@ impl Reader {
         }
     }
 
-    fn uint(
+    pub(crate) fn uint(
         &mut self,
         path: &str,
         min: u64,
@@ -777,7 +698,11 @@ impl Reader {
         Ok(Some((v as u64, e)))
     }
 
-    fn string(&mut self, path: &str, what: &str) -> Result<Option<(String, Entry)>, ScenarioError> {
+    pub(crate) fn string(
+        &mut self,
+        path: &str,
+        what: &str,
+    ) -> Result<Option<(String, Entry)>, ScenarioError> {
         let Some(e) = self.take(path) else {
             return Ok(None);
         };
@@ -785,7 +710,7 @@ impl Reader {
         Ok(Some((s, e)))
     }
 
-    fn choice(
+    pub(crate) fn choice(
         &mut self,
         path: &str,
         choices: &[&str],
@@ -810,7 +735,7 @@ impl Reader {
         Ok(Some((s, e)))
     }
 
-    fn cost(&mut self, path: &str, default: Ns) -> Result<Ns, ScenarioError> {
+    pub(crate) fn cost(&mut self, path: &str, default: Ns) -> Result<Ns, ScenarioError> {
         Ok(self.duration(path)?.map(|x| x.0).unwrap_or(default))
     }
 }
@@ -825,10 +750,8 @@ fn default_reserve(memory: u64) -> u64 {
     min_free_kib * 1024 * 3 / 2 + memory / 500
 }
 
-fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
-    let mut r = Reader { raw };
-
-    // machine
+/// `machine.*`: memory, CPUs, HZ, the scheduler and the CPU costs.
+fn read_machine(r: &mut Reader) -> Result<Machine, ScenarioError> {
     let memory = r.size("machine.memory")?.map(|x| x.0).unwrap_or(16 << 30);
     let cpus = r
         .uint("machine.cpus", 1, 4096)?
@@ -890,7 +813,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             .map(|x| x.0)
             .unwrap_or(0),
     };
-    let machine = Machine {
+    Ok(Machine {
         memory,
         cpus,
         hz,
@@ -902,10 +825,12 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         sched_base_slice,
         autogroup,
         cost,
-    };
+    })
+}
 
-    // vm sysctls, applied in document order with the kernel's rule that
-    // writing a *_bytes zeroes its *_ratio and vice versa.
+/// `vm.*`: the dirty sysctls, applied in document order with the kernel's
+/// rule that writing a *_bytes zeroes its *_ratio and vice versa.
+fn read_vm(r: &mut Reader, page_size: u64) -> Result<Vm, ScenarioError> {
     let mut vm = Vm::default();
     let mut writes: Vec<(usize, VmKnob, u64)> = Vec::new();
     if let Some((v, e)) = r.uint("vm.dirty_ratio", 0, 100)? {
@@ -939,6 +864,15 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     if let Some((v, _)) = r.uint("vm.dirty_writeback_centisecs", 0, i32::MAX as u64)? {
         vm.dirty_writeback_centisecs = v;
     }
+    Ok(vm)
+}
+
+fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
+    let mut r = Reader { raw };
+
+    let machine = read_machine(&mut r)?;
+    let page_size = machine.page_size;
+    let vm = read_vm(&mut r, page_size)?;
 
     // devices
     let mut devices = Vec::new();
@@ -1546,51 +1480,20 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 )
             }
         };
-        if ty == "fs_mark" {
-            let args = match r.string(&p("args"), "fs_mark's flags as a string")? {
-                Some((a, e)) => FsMarkArgs::parse(&a).map_err(|m| ScenarioError { origin: e.origin.clone(), msg: m })?,
-                None => return err(&jorigin, format!("fs_mark job `{jname}` needs `args`, e.g. \"-d /mnt/0 -S0 -n 1000 -s 4096 -L 2\"")),
-            };
-            let start = r.duration(&p("start"))?.map(|x| x.0).unwrap_or(0);
-            jobs.push(Job {
-                name: jname,
-                kind: JobKind::FsMark(args),
-                filesystem,
-                numjobs: 1,
-                start,
-                runtime: None,
-            });
-            continue;
-        }
-        let numjobs = r
-            .uint(&p("numjobs"), 1, 100_000)?
-            .map(|x| x.0 as u32)
-            .unwrap_or(1);
-        let bs = match r.size(&p("bs"))? {
-            Some((b, e)) if b == 0 || b % 512 != 0 || b > (64 << 20) => {
-                return err(
-                    &e.origin,
-                    format!("`bs` = {b}; expected a multiple of 512 bytes up to 64M"),
-                )
-            }
-            Some((b, _)) => b,
-            None => 512,
-        };
-        let size = match r.size(&p("size"))? {
-            Some((0, e)) => return err(&e.origin, "`size` must be > 0"),
-            Some((s, _)) => Some(s),
-            None => None,
-        };
         let start = r.duration(&p("start"))?.map(|x| x.0).unwrap_or(0);
-        let runtime = r.duration(&p("runtime"))?.map(|x| x.0);
-        jobs.push(Job {
-            name: jname,
-            kind: JobKind::Dd { bs, size },
+        let mut job = Job {
+            name: jname.clone(),
+            kind: JobKind::Dd { bs: 0, size: None },
             filesystem,
-            numjobs,
+            numjobs: 1,
             start,
-            runtime,
-        });
+            runtime: None,
+        };
+        match ty.as_str() {
+            "fs_mark" => crate::workload::fs_mark::read_job(&mut r, &jname, &jorigin, &mut job)?,
+            _ => crate::workload::dd::read_job(&mut r, &jname, &mut job)?,
+        }
+        jobs.push(job);
     }
 
     let trace = Trace {
@@ -1974,7 +1877,7 @@ mod feature_tests {
         let e = load(&["kernel.features.blk_throttle=6.17"]).unwrap_err();
         assert!(e.msg.contains("\"6.18\", \"pre-6.18\""), "{}", e.msg);
         let e = load(&["kernel.features.folios=true"]).unwrap_err();
-        assert!(e.msg.contains("kernel.features.{large_folios"), "{}", e.msg);
+        assert!(e.msg.contains("features.large_folios"), "{}", e.msg);
     }
 
     #[test]

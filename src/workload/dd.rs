@@ -8,7 +8,38 @@
 //! enter `balance_dirty_pages`, so a batch is one event, not one per page.
 
 use crate::kernel::{Action, InodeId, Kernel, Pid};
+use crate::scenario::raw::{err, ScenarioError};
+use crate::scenario::{Job, JobKind, Reader};
 use crate::sim::Ns;
+
+/// The keys of a dd job: `numjobs` writers, each writing `bs`-byte blocks
+/// (`size` bytes, or until `runtime` or the end of the run).
+pub(crate) fn read_job(r: &mut Reader, jname: &str, job: &mut Job) -> Result<(), ScenarioError> {
+    let p = |k: &str| format!("jobs.{jname}.{k}");
+    job.numjobs = r
+        .uint(&p("numjobs"), 1, 100_000)?
+        .map(|x| x.0 as u32)
+        .unwrap_or(1);
+    let bs = match r.size(&p("bs"))? {
+        Some((b, e)) if b == 0 || b % 512 != 0 || b > (64 << 20) => {
+            return err(
+                &e.origin,
+                format!("`bs` = {b}; expected a multiple of 512 bytes up to 64M"),
+            )
+        }
+        Some((b, _)) => b,
+        // dd's default ibs and obs
+        None => 512,
+    };
+    let size = match r.size(&p("size"))? {
+        Some((0, e)) => return err(&e.origin, "`size` must be > 0"),
+        Some((s, _)) => Some(s),
+        None => None,
+    };
+    job.runtime = r.duration(&p("runtime"))?.map(|x| x.0);
+    job.kind = JobKind::Dd { bs, size };
+    Ok(())
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {

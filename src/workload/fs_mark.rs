@@ -9,8 +9,121 @@
 //! two throttle checks are one event.
 
 use crate::kernel::{Action, Kernel, Pid};
-use crate::scenario::FsMarkArgs;
+use crate::scenario::raw::{err, Origin, ScenarioError};
+use crate::scenario::{Job, JobKind, Reader};
 use crate::sim::Ns;
+
+/// The fs_mark flags wbsim understands: `-d DIR` (repeatable; one set of
+/// threads per directory), `-D N` subdirectories per directory, `-n N`
+/// files per thread per loop, `-s BYTES` file size, `-S0` (no sync), `-L N`
+/// loops, `-t N` threads per directory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FsMarkArgs {
+    pub dirs: Vec<String>,
+    pub subdirs: u64,
+    pub files: u64,
+    pub size: u64,
+    pub loops: u64,
+    pub threads_per_dir: u64,
+}
+
+impl FsMarkArgs {
+    /// Parse fs_mark's flags (as written on its command line).
+    pub fn parse(args: &str) -> Result<FsMarkArgs, String> {
+        let mut a = FsMarkArgs {
+            dirs: Vec::new(),
+            subdirs: 0,
+            files: 1000,
+            size: 51200,
+            loops: 1,
+            threads_per_dir: 1,
+        };
+        let toks: Vec<&str> = args.split_whitespace().collect();
+        let mut i = 0;
+        let num = |v: Option<&&str>, flag: &str| -> Result<u64, String> {
+            let v = v.ok_or_else(|| format!("fs_mark flag `{flag}` needs a number"))?;
+            v.parse::<u64>()
+                .map_err(|_| format!("fs_mark flag `{flag}`: `{v}` is not a number"))
+        };
+        while i < toks.len() {
+            let t = toks[i];
+            // flags may be glued to their value: -S0, -n5000
+            let (flag, glued) = if t.len() > 2 && t.starts_with('-') {
+                (&t[..2], Some(&t[2..]))
+            } else {
+                (t, None)
+            };
+            let mut val = || -> Option<&str> {
+                if let Some(g) = glued {
+                    Some(g)
+                } else {
+                    i += 1;
+                    toks.get(i).copied()
+                }
+            };
+            match flag {
+                "-d" => a.dirs.push(
+                    val()
+                        .ok_or("fs_mark flag `-d` needs a directory")?
+                        .to_string(),
+                ),
+                "-D" => a.subdirs = num(val().as_ref(), "-D")?,
+                "-n" => a.files = num(val().as_ref(), "-n")?,
+                "-s" => a.size = num(val().as_ref(), "-s")?,
+                "-L" => a.loops = num(val().as_ref(), "-L")?,
+                "-t" => a.threads_per_dir = num(val().as_ref(), "-t")?,
+                "-S" => {
+                    let v = num(val().as_ref(), "-S")?;
+                    if v != 0 {
+                        return Err(format!("fs_mark `-S{v}`: only -S0 (no sync) is modelled"));
+                    }
+                }
+                f => {
+                    return Err(format!(
+                        "fs_mark flag `{f}` is not supported; expected -d, -D, -n, -s, -S0, -L, -t"
+                    ))
+                }
+            }
+            i += 1;
+        }
+        if a.dirs.is_empty() {
+            return Err("fs_mark needs at least one `-d DIR`".into());
+        }
+        if a.files == 0 || a.loops == 0 || a.threads_per_dir == 0 {
+            return Err("fs_mark -n, -L and -t must be > 0".into());
+        }
+        Ok(a)
+    }
+
+    pub fn threads(&self) -> u64 {
+        self.dirs.len() as u64 * self.threads_per_dir
+    }
+}
+
+/// The keys of an fs_mark job (`jobs.NAME.args`): one thread per `-d`
+/// directory (times `-t`).
+pub(crate) fn read_job(
+    r: &mut Reader,
+    jname: &str,
+    jorigin: &Origin,
+    job: &mut Job,
+) -> Result<(), ScenarioError> {
+    let path = format!("jobs.{jname}.args");
+    let args = match r.string(&path, "fs_mark's flags as a string")? {
+        Some((a, e)) => FsMarkArgs::parse(&a).map_err(|m| ScenarioError {
+            origin: e.origin.clone(),
+            msg: m,
+        })?,
+        None => return err(
+            jorigin,
+            format!(
+                "fs_mark job `{jname}` needs `args`, e.g. \"-d /mnt/0 -S0 -n 1000 -s 4096 -L 2\""
+            ),
+        ),
+    };
+    job.kind = JobKind::FsMark(args);
+    Ok(())
+}
 
 /// Shared per-job state: loop completion times and the output lines.
 #[derive(Clone, Debug, Default)]
