@@ -345,6 +345,27 @@ pub fn markdown() -> String {
          command-line order; as in the kernel, writing a `*_bytes` sysctl zeroes its\n\
          `*_ratio` and vice versa.\n\
          \n\
+         **Kernel versions.** `run.dirty_throttle` chooses `balance_dirty_pages`: the\n\
+         6.x IO-less throttle, the one merged for 3.2, or the IO-full one before it.\n\
+         It also sets the default of every `kernel.features.*` key to what that\n\
+         kernel had; each can then be set on its own, so a scenario can pair the 3.2\n\
+         throttle with 6.18's blk-throttle, say.\n\
+         \n\
+         **Knobs written during a run.** An `[events.NAME]` table writes knobs at a\n\
+         time, as `sysctl -w` or a write to sysfs would on a running machine:\n\
+         \n\
+         ```toml\n\
+         [events.raise]\n\
+         at = \"20s\"\n\
+         \"vm.dirty_bytes\" = \"400M\"\n\
+         \"devices.loop0.bdi.max_ratio\" = 50\n\
+         ```\n\
+         \n\
+         Values are checked as at the start, the handlers' rules apply (a changed\n\
+         `*_bytes` zeroes its `*_ratio`; the dirty limit moves at once), and what the\n\
+         kernel would refuse (a bdi's `min_ratio` above its `max_ratio`, `min_ratio`s\n\
+         summing past 100) is an error.\n\
+         \n\
          **Bad input** (an unknown key, a bad unit, a negative size, a missing file, an\n\
          unknown `--set` path, a device no filesystem is mounted on, a filesystem on a\n\
          device that does not exist) gives `FILE:LINE: what was found; expected …`\n\
