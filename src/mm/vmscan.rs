@@ -16,7 +16,9 @@ pub struct Vmscan {
 
 impl Kernel {
     /// Does `free` free pages call for `reclaim_clean`: at most twice the
-    /// reserve?
+    /// reserve? (A model threshold standing in for kswapd's watermarks,
+    /// which are not modelled yet; reclaim then frees up to four times the
+    /// reserve.)
     #[inline]
     pub(crate) fn reclaim_clean_due(&self, free: u64) -> bool {
         free <= self.vmscan.totalreserve_pages * 2

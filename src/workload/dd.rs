@@ -249,6 +249,9 @@ impl Kernel {
                         + c.bdp_call;
                     self.dd(pid).stage = Stage::Dirtying { pages };
                     return Action::Cpu {
+                        // dd's own loop between its calls: 200 ns a block,
+                        // a model value (not measured; dd's user time is
+                        // small next to its system time)
                         user: syscalls * 200,
                         sys,
                     };

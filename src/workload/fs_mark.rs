@@ -30,6 +30,7 @@ pub struct FsMarkArgs {
 impl FsMarkArgs {
     /// Parse fs_mark's flags (as written on its command line).
     pub fn parse(args: &str) -> Result<FsMarkArgs, String> {
+        // fs_mark's own defaults: 1000 files of 51200 bytes, one loop
         let mut a = FsMarkArgs {
             dirs: Vec::new(),
             subdirs: 0,
@@ -225,6 +226,8 @@ impl Kernel {
                     // files until the next check could throttle, within this loop
                     let until = self.throttle_pages_until_check(pid, wb);
                     let left_in_run = (f.loops - f.loop_no) * f.files_per_loop - f.in_loop;
+                    // at most 64 files a burst: a model bound that keeps a
+                    // burst short next to the scheduler's slice
                     let files = until.div_ceil(pages).clamp(1, left_in_run.min(64));
                     let host = self.page_alloc_host_cost(files * pages);
                     let c = &self.sc.machine.cost;
