@@ -222,6 +222,7 @@ impl Kernel {
 
     /// A bio that a stacked driver made of `parent` (a bio on its device)
     /// completed: the driver's end_io for it.
+    #[inline]
     pub fn driver_end_child_bio(&mut self, parent: BioId) {
         let dev = self.bios[parent].as_ref().expect("parent bio").dev;
         match self.devs[dev].driver {
@@ -232,7 +233,9 @@ impl Kernel {
         }
     }
 
-    /// A step of device `dev`'s driver thread (`Body::Driver`).
+    /// A step of device `dev`'s driver thread (`Body::Driver`). Not inlined
+    /// into the scheduler's `task_step`, which every task's burst passes.
+    #[inline(never)]
     pub fn driver_step(&mut self, pid: Pid, dev: DevId) -> Action {
         match self.devs[dev].driver {
             Driver::Loop(_) => self.loop_step(pid, dev),

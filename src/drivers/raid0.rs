@@ -314,6 +314,7 @@ impl Kernel {
     /// A member bio of md bio `parent` completed (`bio_chain_endio`): the
     /// md bio ends with its last piece (`md_end_clone_io`: md's IO
     /// accounting).
+    #[inline]
     pub fn raid0_end_child_bio(&mut self, parent: BioId) {
         let p = self.bios[parent].as_mut().expect("parent bio");
         p.remaining -= 1;
