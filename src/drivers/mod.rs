@@ -20,7 +20,7 @@
 //! This file only dispatches. Each enum below has one variant per driver
 //! and each `match` one arm per driver, delegating to the driver's own
 //! functions: a `match` on the per-request path, no dynamic dispatch.
-//! Adding a driver is its file plus a line in [`DRIVER_TYPES`],
+//! Adding a driver is its file plus a line in `DRIVER_TYPES`,
 //! [`DeviceKind`], [`Driver`] and each `match` here that has no catch-all
 //! arm.
 
