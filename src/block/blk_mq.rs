@@ -318,34 +318,6 @@ impl Kernel {
         }
     }
 
-    /// The driver's `queue_rq`: the device takes the request.
-    pub fn driver_queue_rq(&mut self, dev: DevId, rq: ReqId) {
-        let now = self.now();
-        let (sector, sectors) = {
-            let r = self.reqs[rq].as_ref().expect("rq");
-            (r.sector, r.nr_sectors)
-        };
-        let done = match &mut self.devs[dev].backend {
-            // the loop device: its worker writes the request into the image,
-            // or (no backing modelled) it completes at once
-            crate::block::Backend::Throttled(_) => {
-                return if self.devs[dev].lo.is_some() {
-                    self.loop_queue_rq(dev, rq)
-                } else {
-                    self.request_done(rq, 0)
-                };
-            }
-            crate::block::Backend::Disk(_) => self.disk_queue_rq(dev, rq),
-            crate::block::Backend::Ssd(st) => st.submit(now, sector, sectors * 512),
-            // the drive serves requests one at a time in the order they are
-            // dispatched here (FIFO, no reordering in the drive)
-            crate::block::Backend::Hdd(st) => st.submit(now, sector, sectors * 512),
-            crate::block::Backend::Raid0 { .. } => unreachable!("md devices are bio-based"),
-        };
-        self.q
-            .schedule(done, crate::kernel::Ev::ReqDone { rq: rq as u32 });
-    }
-
     /// A request completed: account it, end its bios, free its tag and give
     /// it to the oldest waiting request.
     pub fn request_done(&mut self, rq: ReqId, service: Ns) {

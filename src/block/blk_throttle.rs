@@ -2,6 +2,12 @@
 //! rig uses it: a rule in the root blkio cgroup caps the device's writes at
 //! `write_bps`.
 //!
+//! A rule is a policy on a queue, any queue: `devices.NAME.throttle.write_bps`
+//! (and `.read_bps`), as `blkio.throttle.write_bps_device` or cgroup v2's
+//! `io.max` set it. Every bio submitted to the device passes here first
+//! (`submit_bio_noacct`), bios a stacked driver remaps to its members
+//! included; the bios it releases go to the device's driver.
+//!
 //! The budget comes in slices of `throtl_slice` (HZ/10) jiffies, as the
 //! kernel computes it (`tg_within_bps_limit`): the bytes allowed since the
 //! slice started are `write_bps` × the elapsed jiffies *rounded up to a
@@ -28,8 +34,57 @@
 //! policy, as the host's 6.18 kernel behaves.
 
 use crate::kernel::{BioId, Ev, Kernel, Pid};
+use crate::scenario::raw::err;
+use crate::scenario::{DevSection, Reader, ScenarioError};
 use crate::sim::Ns;
 use std::collections::VecDeque;
+
+/// A queue's blk-throttle rule, in bytes per second (`None`: no limit).
+/// Only writes are simulated: `read_bps` is accepted and kept, and limits
+/// nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThrotlConf {
+    pub write_bps: Option<u64>,
+    pub read_bps: Option<u64>,
+}
+
+/// `devices.NAME.throttle.write_bps` and `.read_bps` (> 0; leave a key out
+/// for no limit). `implied` is the rule the device's type already sets
+/// (`throttled`'s `write_bps`); the two cannot be combined.
+pub(crate) fn parse_conf(
+    r: &mut Reader,
+    s: &DevSection,
+    implied: Option<ThrotlConf>,
+) -> Result<ThrotlConf, ScenarioError> {
+    let mut c = implied.unwrap_or_default();
+    for (k, v) in [
+        ("write_bps", &mut c.write_bps),
+        ("read_bps", &mut c.read_bps),
+    ] {
+        let key = format!("throttle.{k}");
+        let Some((bps, e)) = r.rate(&s.key(&key))? else {
+            continue;
+        };
+        if implied.is_some() {
+            return err(
+                &e.origin,
+                format!(
+                    "`{key}` on a `throttled` device, whose cap is its own `write_bps` and `read_bps`; expected either `type = \"throttled\"` with `{k}`, or `type = \"loop\"` with `{key}`"
+                ),
+            );
+        }
+        if bps == 0 {
+            return err(
+                &e.origin,
+                format!(
+                    "`{key}` must be > 0; expected a rate such as \"20MiB/s\" (leave it out for no limit)"
+                ),
+            );
+        }
+        *v = Some(bps);
+    }
+    Ok(c)
+}
 
 pub struct Throtl {
     pub bps: u64,
@@ -142,6 +197,10 @@ impl Kernel {
         self.bios[id].as_ref().expect("bio").nr_sectors * 512
     }
 
+    fn throtl(&mut self, dev: usize) -> &mut Throtl {
+        self.devs[dev].throtl.as_mut().expect("a blk-throttle rule")
+    }
+
     /// `blk_throtl_bio`: pass the bio now if nothing is queued and it is
     /// within the budget, else queue it. Returns true if the submitter must
     /// sleep for a tag.
@@ -154,16 +213,14 @@ impl Kernel {
         // waited, and the device ran above the cap during xfsaild's waves
         // (docs/validation.md)
         let meta = self.bios[id].as_ref().expect("bio").opf & crate::block::blk_wbt::REQ_META != 0;
-        let crate::block::Backend::Throttled(t) = &mut self.devs[dev].backend else {
-            unreachable!()
-        };
+        let t = self.throtl(dev);
         if meta && t.v6_18 {
             t.bytes_disp += size;
-            return self.blk_mq_submit_bio(Some(submitter), id);
+            return self.driver_submit_bio(dev, id, submitter);
         }
         if t.queue.is_empty() && t.may_dispatch(size, now, hz).is_ok() {
             t.charge(size, now, hz);
-            return self.blk_mq_submit_bio(Some(submitter), id);
+            return self.driver_submit_bio(dev, id, submitter);
         }
         t.queue.push_back(id);
         if t.queue.len() == 1 {
@@ -176,42 +233,39 @@ impl Kernel {
     /// timer for when the first queued bio may go.
     fn throtl_arm(&mut self, dev: usize) {
         let (now, hz) = (self.jiffies(), self.hz());
-        let first = match &self.devs[dev].backend {
-            crate::block::Backend::Throttled(t) if t.timer_at.is_none() => t.queue.front().copied(),
-            _ => None,
+        let t = self.throtl(dev);
+        let first = if t.timer_at.is_none() {
+            t.queue.front().copied()
+        } else {
+            None
         };
         let Some(first) = first else {
             return;
         };
         let size = self.bio_bytes(first);
-        let crate::block::Backend::Throttled(t) = &mut self.devs[dev].backend else {
-            return;
-        };
-        let wait = t.may_dispatch(size, now, hz).err().unwrap_or(0);
+        let wait = self
+            .throtl(dev)
+            .may_dispatch(size, now, hz)
+            .err()
+            .unwrap_or(0);
         let at = if wait == 0 {
             self.now()
         } else {
             self.timer_fire_time(now + wait)
         };
-        if let crate::block::Backend::Throttled(t) = &mut self.devs[dev].backend {
-            t.timer_at = Some(at);
-        }
+        self.throtl(dev).timer_at = Some(at);
         self.q.schedule(at, Ev::ThrotlTimer { dev: dev as u32 });
     }
 
     /// The pending timer: release every queued bio that may go now, in
-    /// order, and submit them under the dispatch work's plug.
+    /// order, and submit them under the dispatch work's plug to the driver
+    /// (`blk_throtl_dispatch_work_fn` → `submit_bio_noacct_nocheck`).
     pub fn blk_throtl_timer(&mut self, dev: usize) {
         let (now, hz) = (self.jiffies(), self.hz());
         let mut ready = Vec::new();
-        while let Some(&id) = match &self.devs[dev].backend {
-            crate::block::Backend::Throttled(t) => t.queue.front(),
-            _ => None,
-        } {
+        while let Some(&id) = self.throtl(dev).queue.front() {
             let size = self.bio_bytes(id);
-            let crate::block::Backend::Throttled(t) = &mut self.devs[dev].backend else {
-                unreachable!()
-            };
+            let t = self.throtl(dev);
             if t.may_dispatch(size, now, hz).is_err() {
                 break;
             }
@@ -219,17 +273,13 @@ impl Kernel {
             t.queue.pop_front();
             ready.push(id);
         }
-        let disp = match &mut self.devs[dev].backend {
-            crate::block::Backend::Throttled(t) => {
-                t.timer_at = None;
-                t.dispatcher
-            }
-            _ => return,
-        };
+        let t = self.throtl(dev);
+        t.timer_at = None;
+        let disp = t.dispatcher;
         if !ready.is_empty() {
             let plug = self.blk_start_plug(disp);
             for id in ready {
-                self.blk_mq_submit_bio(Some(disp), id);
+                self.driver_submit_bio(dev, id, disp);
             }
             self.blk_finish_plug(disp, plug);
         }

@@ -8,9 +8,8 @@ pub mod blk_throttle;
 pub mod blk_wbt;
 pub mod mq_deadline;
 
-use crate::drivers::disk::DiskState;
-use crate::kernel::{BioId, InodeId, Kernel, Pid};
-use crate::scenario::DeviceKind;
+use crate::drivers::Driver;
+use crate::kernel::{BioId, DevId, InodeId, Kernel, Pid};
 use crate::sim::Ns;
 use blk_throttle::Throtl;
 use serde::Serialize;
@@ -28,7 +27,8 @@ pub struct Bio {
     pub submit_time: Ns,
     /// Sectors per segment (a page-cache folio, at most max_segment_size).
     pub seg_sectors: u64,
-    /// For a member bio of an md device: the md bio it is part of.
+    /// For a bio a stacked driver made (md's member bios): the bio on the
+    /// stacked device it is part of; the driver hears of its completion.
     pub parent: Option<BioId>,
     /// Pieces of this bio (after splitting) still in flight.
     pub remaining: u32,
@@ -74,19 +74,6 @@ pub struct DiskStats {
     pub journal_write_sectors: u64,
 }
 
-pub enum Backend {
-    Throttled(Throtl),
-    Disk(DiskState),
-    Ssd(crate::drivers::ssd::SsdState),
-    /// A rotating disk, served FIFO in dispatch order.
-    Hdd(crate::drivers::hdd::HddState),
-    /// md RAID0: bio-based, remaps to member devices.
-    Raid0 {
-        members: Vec<usize>,
-        chunk_sectors: u64,
-    },
-}
-
 pub struct BlockDev {
     pub name: String,
     /// queue/scheduler: with mq-deadline, requests waiting for the driver
@@ -106,11 +93,13 @@ pub struct BlockDev {
     /// Requests waiting for a tag, oldest first.
     pub tag_waiters: std::collections::VecDeque<crate::block::blk_mq::ReqId>,
     pub stat: DiskStats,
-    pub backend: Backend,
-    /// wbt's state (`queue/wbt_lat_usec`; off for md devices).
+    /// The driver's state (drivers/).
+    pub driver: Driver,
+    /// blk-throttle's state, when the queue has a write limit
+    /// (`throttle.write_bps`).
+    pub throtl: Option<Throtl>,
+    /// wbt's state (`queue/wbt_lat_usec`; off for bio-based devices).
     pub wbt: blk_wbt::RqWb,
-    /// A loop device's worker, when its image's backing is modelled.
-    pub lo: Option<crate::drivers::loopdev::LoopDev>,
 }
 
 impl BlockDev {
@@ -123,75 +112,27 @@ impl BlockDev {
 impl Kernel {
     pub fn block_init(&mut self) {
         for d in self.sc.devices.clone() {
-            let depth = match &d.kind {
-                DeviceKind::Disk { queue_depth, .. } => *queue_depth,
-                DeviceKind::Hdd(_) => crate::drivers::hdd::NCQ_DEPTH,
-                _ => 0,
-            };
-            // blk_queue_depth: the driver's depth where it sets one (SCSI
-            // disks and SATA SSDs: 32 NCQ slots), else nr_requests
-            let wbt_depth = match &d.kind {
-                DeviceKind::Disk { queue_depth, .. } => *queue_depth,
-                DeviceKind::Hdd(_) | DeviceKind::Ssd(_) => crate::drivers::hdd::NCQ_DEPTH,
-                _ => d.queue.nr_requests,
-            };
-            // QUEUE_FLAG_WC: loop sets it (its file has fsync), disks report
-            // their cache
-            let wc = match &d.kind {
-                DeviceKind::Throttled { .. } => true,
-                DeviceKind::Ssd(m) => m.write_cache,
-                DeviceKind::Hdd(m) => m.write_cache,
-                _ => false,
-            };
-            let wbt =
-                blk_wbt::RqWb::new(d.queue.wbt_lat_usec * 1000, wc, wbt_depth, self.jiffies());
+            let q = d.kind.queue_info();
+            // blk_queue_depth: the driver's depth where it sets one, else
+            // nr_requests
+            let wbt_depth = q.queue_depth.unwrap_or(d.queue.nr_requests);
+            let wbt = blk_wbt::RqWb::new(
+                d.queue.wbt_lat_usec * 1000,
+                q.write_cache,
+                wbt_depth,
+                self.jiffies(),
+            );
             let dev_id = self.devs.len();
-            // the loop worker of an image on tmpfs (an unbound kworker)
-            let lo = match &d.kind {
-                DeviceKind::Throttled {
-                    backing: crate::scenario::LoopBacking::Tmpfs,
-                    ..
-                } => {
-                    let comm = format!("kworker/u{}:0-loop{}", 2 * self.cpus.len(), d.minor);
-                    let w = self.new_task(comm, crate::kernel::Body::Loop(dev_id), None);
-                    Some(crate::drivers::loopdev::LoopDev::new(w))
-                }
-                _ => None,
-            };
-            let backend = match d.kind {
-                DeviceKind::Throttled { write_bps, .. } => {
-                    let comm = format!("kworker/{}:1H", self.devs.len());
-                    let disp = self.new_task(comm, crate::kernel::Body::Kworker, None);
-                    // 6.18's blk-throttle with the 6.x policy, the older
-                    // one with the 3.2 and legacy policies
-                    let v6_18 = self.sc.features.blk_throttle_v6_18;
-                    Backend::Throttled(Throtl::new(write_bps, disp, self.hz(), v6_18))
-                }
-                DeviceKind::Disk {
-                    bandwidth,
-                    iops,
-                    latency,
-                    ..
-                } => Backend::Disk(DiskState::new(bandwidth, iops, latency)),
-                DeviceKind::Ssd(m) => Backend::Ssd(crate::drivers::ssd::SsdState::new(m)),
-                DeviceKind::Hdd(m) => Backend::Hdd(crate::drivers::hdd::HddState::new(m)),
-                DeviceKind::Raid0 {
-                    ref members,
-                    chunk_sectors,
-                } => Backend::Raid0 {
-                    members: members
-                        .iter()
-                        .map(|m| {
-                            self.sc
-                                .devices
-                                .iter()
-                                .position(|d| &d.name == m)
-                                .expect("validated")
-                        })
-                        .collect(),
-                    chunk_sectors,
-                },
-            };
+            let driver = self.driver_init(dev_id, &d);
+            // blk_throtl_init: the rule's dispatch work runs in a kworker
+            let throtl = d.throttle.write_bps.map(|bps| {
+                let comm = format!("kworker/{dev_id}:1H");
+                let disp = self.new_task(comm, crate::kernel::Body::Kworker, None);
+                // 6.18's blk-throttle with the 6.x policy, the older
+                // one with the 3.2 and legacy policies
+                let v6_18 = self.sc.features.blk_throttle_v6_18;
+                Throtl::new(bps, disp, self.hz(), v6_18)
+            });
             self.devs.push(BlockDev {
                 name: d.name.clone(),
                 major: d.major,
@@ -201,67 +142,40 @@ impl Kernel {
                 nr_requests: d.queue.nr_requests,
                 elevator: d.queue.scheduler,
                 sched: crate::block::mq_deadline::SchedQueue {
-                    depth,
+                    depth: q.slots,
                     ..Default::default()
                 },
                 tags_used: 0,
                 tag_waiters: Default::default(),
                 stat: DiskStats::default(),
-                backend,
+                driver,
+                throtl,
                 wbt,
-                lo,
             });
         }
     }
 
-    /// `submit_bio`: blk-throttle first (it sits in front of the queue and
-    /// holds bios over budget), then the request queue.
+    /// `submit_bio`: account the bio and pass it on (`submit_bio_noacct`).
     /// Returns true if the submitter must sleep for a tag.
     pub fn submit_bio(&mut self, bio: Bio) -> bool {
         let dev = bio.dev;
         let pid = bio.submitter;
         self.devs[dev].stat.bios_submitted += 1;
         let id = self.alloc_bio(bio);
-        match &self.devs[dev].backend {
-            Backend::Throttled(_) => self.blk_throtl_bio(dev, id, pid),
-            Backend::Raid0 {
-                members,
-                chunk_sectors,
-            } => {
-                // md raid0: split at chunk boundaries, remap, and submit the
-                // member bios in the caller's context (and plug)
-                let (ndevs, chunk) = (members.len() as u32, *chunk_sectors);
-                let (sector, nr, seg) = {
-                    let b = self.bios[id].as_ref().expect("bio");
-                    (b.sector, b.nr_sectors, b.seg_sectors)
-                };
-                let pieces = || crate::drivers::raid0::raid0_pieces(chunk, ndevs, sector, nr);
-                self.bios[id].as_mut().expect("bio").remaining = pieces().count() as u32;
-                self.devs[dev].stat.in_flight += 1;
-                self.devs[dev].stat.requests_issued += 1;
-                let mut wait = false;
-                for (m, msector, mnr) in pieces() {
-                    let Backend::Raid0 { members, .. } = &self.devs[dev].backend else {
-                        unreachable!("raid0")
-                    };
-                    let mdev = members[m as usize];
-                    let child = Bio {
-                        dev: mdev,
-                        sector: msector,
-                        nr_sectors: mnr,
-                        seg_sectors: seg,
-                        parent: Some(id),
-                        remaining: 0,
-                        ..self.bios[id].clone().expect("bio")
-                    };
-                    self.devs[mdev].stat.bios_submitted += 1;
-                    let cid = self.alloc_bio(child);
-                    wait |= self.blk_mq_submit_bio(Some(pid), cid);
-                }
-                wait
-            }
-            _ => self.blk_mq_submit_bio(Some(pid), id),
+        self.submit_bio_noacct(dev, id, pid)
+    }
+
+    /// `submit_bio_noacct`: blk-throttle first, where the queue has a rule
+    /// (it sits in front of the driver and holds bios over budget), then
+    /// the driver (`__submit_bio`: a bio-based driver's own, or blk-mq).
+    /// Stacked drivers submit their lower bios here too. Returns true if
+    /// `pid` must sleep for a tag.
+    #[inline]
+    pub fn submit_bio_noacct(&mut self, dev: DevId, id: BioId, pid: Pid) -> bool {
+        if self.devs[dev].throtl.is_some() {
+            return self.blk_throtl_bio(dev, id, pid);
         }
+        self.driver_submit_bio(dev, id, pid)
     }
 
     /// Submit a filesystem metadata write of `sectors` at `sector` from
@@ -298,23 +212,12 @@ impl Kernel {
     }
 
     /// `bio_endio` → end_page_writeback for every page of the bio (or, for
-    /// a member bio of an md device, one piece of its parent done).
+    /// a bio a stacked driver made, that driver's end_io).
     pub fn bio_endio(&mut self, id: BioId) {
         let b = self.free_bio(id);
         self.devs[b.dev].stat.bios_completed += 1;
         if let Some(parent) = b.parent {
-            let p = self.bios[parent].as_mut().expect("parent bio");
-            p.remaining -= 1;
-            if p.remaining == 0 {
-                let dev = p.dev;
-                let sectors = p.nr_sectors;
-                let st = &mut self.devs[dev].stat;
-                st.in_flight -= 1;
-                st.write_ios += 1;
-                st.write_sectors += sectors;
-                self.bio_endio(parent);
-            }
-            return;
+            return self.driver_end_child_bio(parent);
         }
         match b.owner {
             BioOwner::Page => {}

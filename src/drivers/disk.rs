@@ -5,8 +5,76 @@
 //! `latency` after their transfer ends.
 
 use crate::block::blk_mq::ReqId;
+use crate::drivers::{DeviceKind, DriverType, Parsed, QueueInfo};
 use crate::kernel::{DevId, Kernel};
-use crate::sim::{Ns, NSEC_PER_SEC};
+use crate::scenario::raw::err;
+use crate::scenario::{DevSection, Elevator, Reader, ScenarioError};
+use crate::sim::{Ns, NSEC_PER_MSEC, NSEC_PER_SEC};
+
+/// A disk's configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiskConf {
+    /// Transfer rate, bytes per second. Non-zero.
+    pub bandwidth: u64,
+    /// IOPS cap: a transfer takes at least 1 / iops. Non-zero.
+    pub iops: u64,
+    /// Completion latency after the transfer.
+    pub latency: Ns,
+    /// Driver slots.
+    pub queue_depth: u32,
+}
+
+/// `type = "disk"`.
+pub(crate) const TYPE: DriverType = DriverType {
+    name: "disk",
+    keys: &["bandwidth", "iops", "latency", "queue_depth"],
+    parse,
+};
+
+/// Keys and defaults: `bandwidth` 150MiB/s (> 0), `iops` 200, `latency`
+/// 4ms, `queue_depth` 32.
+fn parse(r: &mut Reader, s: &DevSection) -> Result<Parsed, ScenarioError> {
+    let bandwidth = match r.rate(&s.key("bandwidth"))? {
+        Some((0, e)) => return err(&e.origin, "`bandwidth` must be > 0"),
+        Some((v, _)) => v,
+        None => 150 << 20,
+    };
+    let c = DiskConf {
+        bandwidth,
+        iops: r
+            .uint(&s.key("iops"), 1, 100_000_000)?
+            .map(|x| x.0)
+            .unwrap_or(200),
+        latency: r
+            .duration(&s.key("latency"))?
+            .map(|x| x.0)
+            .unwrap_or(4 * NSEC_PER_MSEC),
+        queue_depth: r
+            .uint(&s.key("queue_depth"), 1, 65536)?
+            .map(|x| x.0 as u32)
+            .unwrap_or(32),
+    };
+    Ok((DeviceKind::Disk(c), None))
+}
+
+/// A SCSI disk (`sd_probe`): `queue_depth` slots, which `blk_queue_depth`
+/// reports; one hardware queue, so mq-deadline; rotational, no write
+/// cache.
+pub fn queue_info(c: &DiskConf) -> QueueInfo {
+    QueueInfo {
+        major: crate::drivers::SCSI_DISK0_MAJOR,
+        minor_step: crate::drivers::SD_MINORS,
+        max_hw_sectors_kb: 32767,
+        scheduler: Elevator::MqDeadline,
+        nr_requests: c.queue_depth,
+        nr_requests_sched: 2 * c.queue_depth.min(128),
+        slots: c.queue_depth,
+        queue_depth: Some(c.queue_depth),
+        rotational: true,
+        write_cache: false,
+        bio_based: false,
+    }
+}
 
 pub struct DiskState {
     pub bandwidth: u64,
@@ -35,23 +103,24 @@ impl DiskState {
 
 impl Kernel {
     fn disk(&mut self, dev: DevId) -> &mut DiskState {
-        match &mut self.devs[dev].backend {
-            crate::block::Backend::Disk(d) => d,
+        match &mut self.devs[dev].driver {
+            crate::drivers::Driver::Disk(d) => d,
             _ => unreachable!("not a disk"),
         }
     }
 
     /// The driver takes a request (a slot is free): it transfers after
     /// the requests before it and completes `latency` after its transfer.
-    /// Returns the completion time.
-    pub fn disk_queue_rq(&mut self, dev: DevId, rq: ReqId) -> Ns {
+    pub fn disk_queue_rq(&mut self, dev: DevId, rq: ReqId) {
         let now = self.now();
         let sectors = self.reqs[rq].as_ref().expect("rq").nr_sectors;
         let d = self.disk(dev);
         let start = d.pipe_free.max(now);
         let end = start + d.xfer_time(sectors);
         d.pipe_free = end;
-        end + d.latency
+        let done = end + d.latency;
+        self.q
+            .schedule(done, crate::kernel::Ev::ReqDone { rq: rq as u32 });
     }
 }
 

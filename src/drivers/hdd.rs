@@ -1,6 +1,7 @@
-//! A pure timing model of a rotating disk's write path.
+//! A pure timing model of a rotating disk's write path, and the `hdd`
+//! driver around it (its scenario keys, queue and `queue_rq`, at the end).
 //!
-//! No simulator state is involved: [`HddState::submit`] takes the submission
+//! The model involves no simulator state: [`HddState::submit`] takes the submission
 //! time, start sector and size of one write and returns its completion time.
 //! The disk serves requests one at a time in submission order (FIFO: the
 //! caller, i.e. the I/O scheduler, decides the order; the drive does not
@@ -53,6 +54,11 @@
 //! be much faster than the media, so the data transfer into the cache is not
 //! timed.
 
+use crate::block::blk_mq::ReqId;
+use crate::drivers::{DeviceKind, DriverType, Parsed, QueueInfo};
+use crate::kernel::{DevId, Kernel};
+use crate::scenario::raw::{err, Entry};
+use crate::scenario::{DevSection, Elevator, Reader, ScenarioError};
 use crate::sim::{Ns, NSEC_PER_MSEC, NSEC_PER_SEC, NSEC_PER_USEC};
 
 /// Bytes per sector.
@@ -258,6 +264,184 @@ impl HddState {
     /// When the media finishes everything submitted so far.
     pub fn media_idle_at(&self) -> Ns {
         self.media_free
+    }
+}
+
+/// `type = "hdd"`.
+pub(crate) const TYPE: DriverType = DriverType {
+    name: "hdd",
+    keys: &[
+        "rpm",
+        "avg_seek",
+        "track_to_track",
+        "full_stroke",
+        "media_rate_outer",
+        "media_rate_inner",
+        "per_cmd_overhead",
+        "write_cache",
+        "cache",
+    ],
+    parse,
+};
+
+/// Keys and defaults (a 7200 rpm SATA desktop disk, [`HddModel::default`]):
+///
+/// ```text
+/// rpm                  7200     spindle speed, 1..=100000
+/// avg_seek             "8.5ms"  datasheet average (1/3-stroke) seek
+/// track_to_track       "1ms"    shortest seek (write settle included)
+/// full_stroke          "16ms"   seek across the whole stroke
+/// media_rate_outer     200MB/s  media rate at sector 0 (> 0)
+/// media_rate_inner     100MB/s  media rate at the last sector (> 0,
+///                               ≤ media_rate_outer)
+/// per_cmd_overhead     "100us"  controller time per command
+/// write_cache          true     volatile write cache ("write back")
+/// cache                "64M"    write cache size
+/// ```
+///
+/// with track_to_track ≤ avg_seek ≤ full_stroke. The capacity the seek
+/// distances and zones are fractions of is `size` ([`set_size`]); the
+/// drive holds [`NCQ_DEPTH`] commands. Requests are served FIFO in the
+/// order the block layer dispatches them.
+fn parse(r: &mut Reader, s: &DevSection) -> Result<Parsed, ScenarioError> {
+    let (dname, tye) = (s.name, s.type_origin);
+    let p = |k: &str| s.key(k);
+    let d = HddModel::default();
+    let rpm = r
+        .uint(&p("rpm"), 1, 100_000)?
+        .map(|x| x.0 as u32)
+        .unwrap_or(d.rpm);
+    let avg_seek = r.duration(&p("avg_seek"))?;
+    let t2t = r.duration(&p("track_to_track"))?;
+    let full = r.duration(&p("full_stroke"))?;
+    let (avg_v, t2t_v, full_v) = (
+        avg_seek.as_ref().map(|x| x.0).unwrap_or(d.avg_seek),
+        t2t.as_ref().map(|x| x.0).unwrap_or(d.track_to_track),
+        full.as_ref().map(|x| x.0).unwrap_or(d.full_stroke),
+    );
+    // blame the knob that was set (the last of the pair, if both)
+    let blame = |a: &Option<(Ns, Entry)>, b: &Option<(Ns, Entry)>| {
+        b.as_ref()
+            .or(a.as_ref())
+            .map(|x| x.1.origin.clone())
+            .unwrap_or_else(|| tye.clone())
+    };
+    if t2t_v > avg_v {
+        return err(
+            &blame(&t2t, &avg_seek),
+            format!(
+                "hdd `{dname}`: `track_to_track` ({} ms) exceeds `avg_seek` ({} ms); expected track_to_track ≤ avg_seek ≤ full_stroke",
+                t2t_v as f64 / 1e6,
+                avg_v as f64 / 1e6
+            ),
+        );
+    }
+    if avg_v > full_v {
+        return err(
+            &blame(&avg_seek, &full),
+            format!(
+                "hdd `{dname}`: `avg_seek` ({} ms) exceeds `full_stroke` ({} ms); expected track_to_track ≤ avg_seek ≤ full_stroke",
+                avg_v as f64 / 1e6,
+                full_v as f64 / 1e6
+            ),
+        );
+    }
+    let outer = r.rate(&p("media_rate_outer"))?;
+    let inner = r.rate(&p("media_rate_inner"))?;
+    for (k, x) in [("media_rate_outer", &outer), ("media_rate_inner", &inner)] {
+        if let Some((0, e)) = x {
+            return err(
+                &e.origin,
+                format!("`{k}` must be > 0; expected a rate such as \"150MB/s\""),
+            );
+        }
+    }
+    let (outer_v, inner_v) = (
+        outer.as_ref().map(|x| x.0).unwrap_or(d.media_rate_outer),
+        inner.as_ref().map(|x| x.0).unwrap_or(d.media_rate_inner),
+    );
+    if inner_v > outer_v {
+        return err(
+            &blame(&outer, &inner),
+            format!(
+                "hdd `{dname}`: `media_rate_inner` ({inner_v} B/s) exceeds `media_rate_outer` ({outer_v} B/s); expected inner ≤ outer (outer tracks hold more sectors)"
+            ),
+        );
+    }
+    let m = HddModel {
+        // set from `size` (set_size)
+        capacity_sectors: d.capacity_sectors,
+        rpm,
+        avg_seek: avg_v,
+        track_to_track: t2t_v,
+        full_stroke: full_v,
+        media_rate_outer: outer_v,
+        media_rate_inner: inner_v,
+        per_cmd_overhead: r
+            .duration(&p("per_cmd_overhead"))?
+            .map(|x| x.0)
+            .unwrap_or(d.per_cmd_overhead),
+        write_cache: r
+            .boolean(&p("write_cache"), false)?
+            .unwrap_or(d.write_cache),
+        cache_bytes: r.size(&p("cache"))?.map(|x| x.0).unwrap_or(d.cache_bytes),
+    };
+    Ok((DeviceKind::Hdd(m), None))
+}
+
+/// `devices.NAME.size` of an hdd: 4T unless set, at least 1M; the seek and
+/// zone model spans it.
+pub(crate) fn set_size(m: &mut HddModel, set: Option<(u64, Entry)>) -> Result<u64, ScenarioError> {
+    let v = match set {
+        Some((v, e)) if v < 1 << 20 => {
+            return err(
+                &e.origin,
+                format!("`size` = {v} is too small for an hdd; expected at least 1M"),
+            )
+        }
+        Some((v, _)) => v,
+        None => 4 << 40,
+    };
+    m.capacity_sectors = v / SECTOR;
+    Ok(v)
+}
+
+/// A SATA disk (an sd device): [`NCQ_DEPTH`] driver slots, which
+/// `blk_queue_depth` reports; one hardware queue, so mq-deadline;
+/// rotational; the model's write cache.
+pub fn queue_info(m: &HddModel) -> QueueInfo {
+    QueueInfo {
+        major: crate::drivers::SCSI_DISK0_MAJOR,
+        minor_step: crate::drivers::SD_MINORS,
+        max_hw_sectors_kb: 32767,
+        scheduler: Elevator::MqDeadline,
+        nr_requests: NCQ_DEPTH,
+        nr_requests_sched: 2 * NCQ_DEPTH.min(128),
+        slots: NCQ_DEPTH,
+        queue_depth: Some(NCQ_DEPTH),
+        rotational: true,
+        write_cache: m.write_cache,
+        bio_based: false,
+    }
+}
+
+impl Kernel {
+    /// The driver's `queue_rq`: the drive serves requests one at a time in
+    /// the order they are dispatched here (FIFO, no reordering in the
+    /// drive) and completes each when the model says.
+    #[inline]
+    pub fn hdd_queue_rq(&mut self, dev: DevId, rq: ReqId) {
+        let now = self.now();
+        let (sector, sectors) = {
+            let r = self.reqs[rq].as_ref().expect("rq");
+            (r.sector, r.nr_sectors)
+        };
+        let crate::drivers::Driver::Hdd(st) = &mut self.devs[dev].driver else {
+            unreachable!("not an hdd")
+        };
+        let done = st.submit(now, sector, sectors * 512);
+        self.q
+            .schedule(done, crate::kernel::Ev::ReqDone { rq: rq as u32 });
     }
 }
 

@@ -12,13 +12,119 @@
 //! put the unbound writeback kworkers at 0.255 CPU-s/s against dd's 0.289.
 //! The request completes when the worker is done with it, and the worker
 //! takes the next; it sleeps when none is queued.
+//!
+//! With `backing = "none"` no worker runs: a request completes as soon as
+//! the driver takes it (an image whose writes cost nothing). The host
+//! rig's device, a loop device on tmpfs capped by blk-throttle, is
+//! `type = "throttled"`: a loop device plus `throttle.write_bps`.
 
 use std::collections::VecDeque;
 
 use crate::block::blk_mq::ReqId;
+use crate::block::blk_throttle::ThrotlConf;
+use crate::drivers::{DeviceKind, DriverType, Parsed, QueueInfo};
 use crate::kernel::{Action, DevId, Kernel, Pid};
 use crate::mm::filemap::RangeSet;
+use crate::scenario::raw::err;
+use crate::scenario::{DevSection, Device, Elevator, Reader, ScenarioError};
 use crate::sim::Ns;
+
+/// `LOOP_MAJOR`.
+pub const LOOP_MAJOR: u32 = 7;
+
+/// What a loop device's image lives on (`devices.NAME.backing`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoopBacking {
+    /// Requests complete as soon as the driver takes them, with no CPU
+    /// spent.
+    None,
+    /// A file on tmpfs: the loop worker copies each request into the
+    /// image's pages, allocating the pages written for the first time.
+    Tmpfs,
+}
+
+/// A loop device's configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoopConf {
+    pub backing: LoopBacking,
+}
+
+/// `type = "loop"`: a loop device, uncapped unless `throttle.*` is set.
+pub(crate) const LOOP: DriverType = DriverType {
+    name: "loop",
+    keys: &["backing"],
+    parse: parse_loop,
+};
+
+/// `type = "throttled"`: the host rig's device, a loop device with a
+/// blk-throttle write cap, as one type: `write_bps` (required) and
+/// `read_bps` are its `throttle.write_bps` and `throttle.read_bps`.
+pub(crate) const THROTTLED: DriverType = DriverType {
+    name: "throttled",
+    keys: &["write_bps", "read_bps", "backing"],
+    parse: parse_throttled,
+};
+
+fn parse_backing(r: &mut Reader, s: &DevSection) -> Result<LoopBacking, ScenarioError> {
+    Ok(match r.choice(&s.key("backing"), &["none", "tmpfs"])? {
+        Some((b, _)) if b == "tmpfs" => LoopBacking::Tmpfs,
+        _ => LoopBacking::None,
+    })
+}
+
+fn parse_loop(r: &mut Reader, s: &DevSection) -> Result<Parsed, ScenarioError> {
+    let backing = parse_backing(r, s)?;
+    Ok((DeviceKind::Loop(LoopConf { backing }), None))
+}
+
+fn parse_throttled(r: &mut Reader, s: &DevSection) -> Result<Parsed, ScenarioError> {
+    let write_bps = match r.rate(&s.key("write_bps"))? {
+        Some((0, e)) => return err(&e.origin, "`write_bps` must be > 0 for a throttled device"),
+        Some((v, _)) => v,
+        None => {
+            return err(
+                s.type_origin,
+                format!(
+                    "throttled device `{}` needs `write_bps`, e.g. \"50MiB/s\"",
+                    s.name
+                ),
+            )
+        }
+    };
+    // 0: no read limit
+    let read_bps = r.rate(&s.key("read_bps"))?.map(|x| x.0).filter(|&v| v > 0);
+    let backing = parse_backing(r, s)?;
+    let throttle = ThrotlConf {
+        write_bps: Some(write_bps),
+        read_bps,
+    };
+    Ok((DeviceKind::Loop(LoopConf { backing }), Some(throttle)))
+}
+
+/// `loop_add`: 128 tags (`hw_queue_depth`), no elevator, a write cache
+/// (`loop_configure` sets it when the image's file has fsync), not
+/// rotational (an image on tmpfs).
+pub fn queue_info(_: &LoopConf) -> QueueInfo {
+    QueueInfo {
+        major: LOOP_MAJOR,
+        minor_step: 1,
+        max_hw_sectors_kb: 1280,
+        scheduler: Elevator::None,
+        nr_requests: 128,
+        nr_requests_sched: 128,
+        slots: 0,
+        queue_depth: None,
+        rotational: false,
+        write_cache: true,
+        bio_based: false,
+    }
+}
+
+/// A loop device's driver state.
+pub struct Loop {
+    /// The worker, when the image's backing is modelled.
+    pub lo: Option<LoopDev>,
+}
 
 pub struct LoopDev {
     /// The worker task.
@@ -46,10 +152,34 @@ impl LoopDev {
 }
 
 impl Kernel {
-    /// `loop_queue_rq`: queue the request for the worker and wake it.
+    /// `loop_add` + `loop_configure`: the worker of an image on tmpfs (an
+    /// unbound kworker), created with the device.
+    pub fn loop_add(&mut self, dev: DevId, d: &Device, c: &LoopConf) -> Loop {
+        let lo = match c.backing {
+            LoopBacking::Tmpfs => {
+                let comm = format!("kworker/u{}:0-loop{}", 2 * self.cpus.len(), d.minor);
+                let w = self.new_task(comm, crate::kernel::Body::Driver(dev), None);
+                Some(LoopDev::new(w))
+            }
+            LoopBacking::None => None,
+        };
+        Loop { lo }
+    }
+
+    fn lo(&mut self, dev: DevId) -> &mut Option<LoopDev> {
+        match &mut self.devs[dev].driver {
+            crate::drivers::Driver::Loop(l) => &mut l.lo,
+            _ => unreachable!("not a loop device"),
+        }
+    }
+
+    /// `loop_queue_rq`: queue the request for the worker and wake it; with
+    /// no backing modelled it completes at once.
     pub fn loop_queue_rq(&mut self, dev: DevId, rq: ReqId) {
         let now = self.now();
-        let lo = self.devs[dev].lo.as_mut().expect("loop worker");
+        let Some(lo) = self.lo(dev).as_mut() else {
+            return self.request_done(rq, 0);
+        };
         lo.queue.push_back((rq, now));
         if lo.idle {
             lo.idle = false;
@@ -61,11 +191,11 @@ impl Kernel {
     /// `loop_process_work`: complete the request just written, then start
     /// on the next one, or sleep.
     pub fn loop_step(&mut self, _pid: Pid, dev: DevId) -> Action {
-        if let Some((rq, at)) = self.devs[dev].lo.as_mut().expect("loop").cur.take() {
+        if let Some((rq, at)) = self.lo(dev).as_mut().expect("loop").cur.take() {
             let service = self.now() - at;
             self.request_done(rq, service);
         }
-        let lo = self.devs[dev].lo.as_mut().expect("loop");
+        let lo = self.lo(dev).as_mut().expect("loop");
         let Some((rq, at)) = lo.queue.pop_front() else {
             lo.idle = true;
             return Action::Block;
@@ -78,7 +208,7 @@ impl Kernel {
         let ps = self.page_size();
         let first = sector * 512 / ps;
         let end = ((sector + sectors) * 512).div_ceil(ps);
-        let lo = self.devs[dev].lo.as_mut().expect("loop");
+        let lo = self.lo(dev).as_mut().expect("loop");
         let new = lo.written.insert(first, end);
         // the new shmem pages: anon LRU memory, taken from the free pages
         self.vm.nr_free_pages = self.vm.nr_free_pages.saturating_sub(new);
@@ -97,6 +227,14 @@ impl Kernel {
 mod tests {
     use crate::kernel::Kernel;
     use crate::scenario::Scenario;
+
+    /// The loop worker of the scenario's first device.
+    fn loop_worker(k: &Kernel) -> Option<&super::LoopDev> {
+        match &k.devs[0].driver {
+            crate::drivers::Driver::Loop(l) => l.lo.as_ref(),
+            _ => panic!("not a loop device"),
+        }
+    }
 
     fn run(backing: &str) -> Kernel {
         run_with(backing, 1, "", 10).0
@@ -121,7 +259,7 @@ mod tests {
         let mut wait = 0;
         while k.step() {
             let now = k.now();
-            if let Some((_, at)) = k.devs[0].lo.as_ref().and_then(|l| l.queue.front()) {
+            if let Some((_, at)) = loop_worker(&k).and_then(|l| l.queue.front()) {
                 if now >= half {
                     wait = wait.max(now - at);
                 }
@@ -133,7 +271,7 @@ mod tests {
     #[test]
     fn the_worker_pays_for_the_image_pages_it_allocates() {
         let k = run("tmpfs");
-        let lo = k.devs[0].lo.as_ref().expect("a loop worker");
+        let lo = loop_worker(&k).expect("a loop worker");
         let worker = &k.tasks[lo.worker];
         assert!(
             worker.comm.starts_with("kworker/u4:0-loop"),
@@ -153,7 +291,7 @@ mod tests {
         // the shmem pages are anon memory now
         let k0 = run("none");
         assert_eq!(k.vm.nr_anon_pages - k0.vm.nr_anon_pages, pages);
-        assert!(k0.devs[0].lo.is_none());
+        assert!(loop_worker(&k0).is_none());
     }
 
     #[test]

@@ -13,6 +13,145 @@
 //! way: one bio per chunk crossed). Unequal member sizes (md's multiple
 //! zones) are not modelled. Any non-zero chunk size works, not only powers
 //! of two.
+//!
+//! The `raid0` driver (at the end) is bio-based: md's `submit_bio` splits a
+//! bio at chunk boundaries and submits the member bios in the caller's
+//! context (and plug); the md bio completes when its last piece does.
+//! md counts each of its bios as one IO in its disk stats.
+
+use crate::block::Bio;
+use crate::drivers::{DeviceKind, DriverType, Parsed, QueueInfo};
+use crate::kernel::{BioId, DevId, Kernel, Pid};
+use crate::scenario::raw::{err, Entry, RawVal};
+use crate::scenario::{DevSection, Device, Elevator, Origin, Reader, ScenarioError};
+
+/// `MD_MAJOR`.
+pub const MD_MAJOR: u32 = 9;
+
+/// An md RAID0 device's configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Raid0Conf {
+    /// Member device names, in array order.
+    pub members: Vec<String>,
+    /// Chunk size in sectors.
+    pub chunk_sectors: u64,
+}
+
+/// `type = "raid0"`.
+pub(crate) const TYPE: DriverType = DriverType {
+    name: "raid0",
+    keys: &["members", "chunk"],
+    parse,
+};
+
+/// Keys: `members` (required: at least two device names) and `chunk` (a
+/// power of two ≥ 4k; 512k).
+fn parse(r: &mut Reader, s: &DevSection) -> Result<Parsed, ScenarioError> {
+    let members = match r.take(&s.key("members")) {
+        Some(Entry {
+            val: RawVal::Array(a),
+            origin,
+            ..
+        }) => {
+            let mut m = Vec::new();
+            for v in a {
+                match v {
+                    RawVal::Str(s) => m.push(s),
+                    v => {
+                        return err(
+                            &origin,
+                            format!("`members` contains {}; expected device names", v.describe()),
+                        )
+                    }
+                }
+            }
+            if m.len() < 2 {
+                return err(&origin, "`members` needs at least two devices");
+            }
+            m
+        }
+        Some(e) => {
+            return err(
+                &e.origin,
+                "`members`: expected an array of device names, e.g. [\"ssd0\", \"ssd1\"]",
+            )
+        }
+        None => {
+            return err(
+                s.type_origin,
+                format!("raid0 device `{}` needs `members = [\"DEV\", ...]`", s.name),
+            )
+        }
+    };
+    let chunk_sectors = match r.size(&s.key("chunk"))? {
+        Some((c, e)) if c < 4096 || !c.is_power_of_two() => {
+            return err(
+                &e.origin,
+                format!("`chunk` = {c}; expected a power of two ≥ 4k"),
+            )
+        }
+        Some((c, _)) => c / 512,
+        None => DEFAULT_CHUNK_SECTORS,
+    };
+    let c = Raid0Conf {
+        members,
+        chunk_sectors,
+    };
+    Ok((DeviceKind::Raid0(c), None))
+}
+
+/// The members must be unused `ssd`, `hdd` or `disk` devices; they are
+/// marked used.
+pub(crate) fn claim_members(
+    c: &Raid0Conf,
+    devices: &[Device],
+    used: &mut [bool],
+    origin: &Origin,
+) -> Result<(), ScenarioError> {
+    for m in &c.members {
+        match devices.iter().position(|d| &d.name == m) {
+            Some(j)
+                if matches!(
+                    devices[j].kind,
+                    DeviceKind::Ssd(_) | DeviceKind::Hdd(_) | DeviceKind::Disk(_)
+                ) && !used[j] =>
+            {
+                used[j] = true
+            }
+            Some(_) => {
+                return err(
+                    origin,
+                    format!("raid0 member `{m}` must be an unused `ssd`, `hdd` or `disk` device"),
+                )
+            }
+            None => {
+                return err(
+                    origin,
+                    format!("raid0 member `{m}` is not a defined device"),
+                )
+            }
+        }
+    }
+    Ok(())
+}
+
+/// md (`md_alloc`, `md_set_array_info`): bio-based, so no elevator, tags
+/// or wbt of its own; not rotational, no write cache of its own.
+pub fn queue_info(_: &Raid0Conf) -> QueueInfo {
+    QueueInfo {
+        major: MD_MAJOR,
+        minor_step: 1,
+        max_hw_sectors_kb: 32767,
+        scheduler: Elevator::None,
+        nr_requests: 32,
+        nr_requests_sched: 32,
+        slots: 0,
+        queue_depth: None,
+        rotational: false,
+        write_cache: false,
+        bio_based: true,
+    }
+}
 
 /// md's default chunk, 512 KiB (mdadm's default since 3.1), in 512-byte
 /// sectors.
@@ -103,6 +242,91 @@ impl Default for Raid0 {
     /// Two members, 512 KiB chunks.
     fn default() -> Raid0 {
         Raid0::new(2)
+    }
+}
+
+/// An md RAID0 device's driver state.
+pub struct Raid0State {
+    /// The members' device ids, in array order.
+    pub members: Vec<DevId>,
+    pub chunk_sectors: u64,
+}
+
+impl Kernel {
+    /// `raid0_run`: the array over its members.
+    pub fn raid0_run(&mut self, c: &Raid0Conf) -> Raid0State {
+        Raid0State {
+            members: c
+                .members
+                .iter()
+                .map(|m| {
+                    self.sc
+                        .devices
+                        .iter()
+                        .position(|d| &d.name == m)
+                        .expect("validated")
+                })
+                .collect(),
+            chunk_sectors: c.chunk_sectors,
+        }
+    }
+
+    fn raid0(&self, dev: DevId) -> &Raid0State {
+        match &self.devs[dev].driver {
+            crate::drivers::Driver::Raid0(r) => r,
+            _ => unreachable!("not an md raid0 device"),
+        }
+    }
+
+    /// `md_submit_bio` → `raid0_make_request`: split at chunk boundaries,
+    /// remap, and submit the member bios (`submit_bio_noacct`) in `pid`'s
+    /// context and plug. Returns true if `pid` must sleep for a tag.
+    pub fn raid0_submit_bio(&mut self, dev: DevId, id: BioId, pid: Pid) -> bool {
+        let r = self.raid0(dev);
+        let (ndevs, chunk) = (r.members.len() as u32, r.chunk_sectors);
+        let (sector, nr, seg) = {
+            let b = self.bios[id].as_ref().expect("bio");
+            (b.sector, b.nr_sectors, b.seg_sectors)
+        };
+        let pieces = || raid0_pieces(chunk, ndevs, sector, nr);
+        self.bios[id].as_mut().expect("bio").remaining = pieces().count() as u32;
+        self.devs[dev].stat.in_flight += 1;
+        self.devs[dev].stat.requests_issued += 1;
+        let mut wait = false;
+        for (m, msector, mnr) in pieces() {
+            let mdev = self.raid0(dev).members[m as usize];
+            let child = Bio {
+                dev: mdev,
+                sector: msector,
+                nr_sectors: mnr,
+                seg_sectors: seg,
+                parent: Some(id),
+                remaining: 0,
+                ..self.bios[id].clone().expect("bio")
+            };
+            self.devs[mdev].stat.bios_submitted += 1;
+            let cid = self.alloc_bio(child);
+            wait |= self.submit_bio_noacct(mdev, cid, pid);
+        }
+        wait
+    }
+
+    /// A member bio of md bio `parent` completed (`bio_chain_endio`): the
+    /// md bio ends with its last piece (`md_end_clone_io`: md's IO
+    /// accounting).
+    #[inline]
+    pub fn raid0_end_child_bio(&mut self, parent: BioId) {
+        let p = self.bios[parent].as_mut().expect("parent bio");
+        p.remaining -= 1;
+        if p.remaining == 0 {
+            let dev = p.dev;
+            let sectors = p.nr_sectors;
+            let st = &mut self.devs[dev].stat;
+            st.in_flight -= 1;
+            st.write_ios += 1;
+            st.write_sectors += sectors;
+            self.bio_endio(parent);
+        }
     }
 }
 

@@ -1,6 +1,7 @@
-//! A pure timing model of a SATA-class SSD's write path.
+//! A pure timing model of a SATA-class SSD's write path, and the `ssd`
+//! driver around it (its scenario keys, queue and `queue_rq`, at the end).
 //!
-//! No simulator state is involved: [`SsdState::submit`] takes the submission
+//! The model involves no simulator state: [`SsdState::submit`] takes the submission
 //! time and the size of one write and returns its completion time, updating
 //! the device's internal state. The caller submits requests in the order the
 //! device receives them (non-decreasing `now` in normal use; an earlier `now`
@@ -48,6 +49,11 @@
 //! position-independent to first order. Garbage collection, write
 //! amplification and read traffic are not modelled.
 
+use crate::block::blk_mq::ReqId;
+use crate::drivers::{DeviceKind, DriverType, Parsed, QueueInfo};
+use crate::kernel::{DevId, Kernel};
+use crate::scenario::raw::err;
+use crate::scenario::{DevSection, Elevator, Reader, ScenarioError};
 use crate::sim::{Ns, NSEC_PER_SEC, NSEC_PER_USEC};
 
 /// Parameters of the SSD model. See the module documentation for how each
@@ -205,6 +211,96 @@ impl SsdState {
     /// drained by `t`). For tests and statistics.
     pub fn cached_bytes_at(&self, t: Ns) -> u64 {
         self.cache.bytes_at(t)
+    }
+}
+
+/// The AHCI NCQ depth: 32 commands.
+pub const NCQ_DEPTH: u32 = 32;
+
+/// `type = "ssd"`.
+pub(crate) const TYPE: DriverType = DriverType {
+    name: "ssd",
+    keys: &[
+        "channels",
+        "per_io",
+        "bandwidth",
+        "write_cache",
+        "cache",
+        "flush_bandwidth",
+    ],
+    parse,
+};
+
+/// Keys and defaults ([`SsdModel::default`]): `channels` 4 (1..=1024),
+/// `per_io` 40us, `bandwidth` 500MB/s (> 0), `write_cache` true, `cache`
+/// 64M, `flush_bandwidth` 500MB/s (> 0).
+fn parse(r: &mut Reader, s: &DevSection) -> Result<Parsed, ScenarioError> {
+    let d = SsdModel::default();
+    let m = SsdModel {
+        channels: r
+            .uint(&s.key("channels"), 1, 1024)?
+            .map(|x| x.0 as u32)
+            .unwrap_or(d.channels),
+        per_io: r
+            .duration(&s.key("per_io"))?
+            .map(|x| x.0)
+            .unwrap_or(d.per_io),
+        bandwidth: match r.rate(&s.key("bandwidth"))? {
+            Some((0, e)) => return err(&e.origin, "`bandwidth` must be > 0"),
+            Some((v, _)) => v,
+            None => d.bandwidth,
+        },
+        write_cache: r
+            .boolean(&s.key("write_cache"), false)?
+            .unwrap_or(d.write_cache),
+        cache_bytes: r
+            .size(&s.key("cache"))?
+            .map(|x| x.0)
+            .unwrap_or(d.cache_bytes),
+        flush_bandwidth: match r.rate(&s.key("flush_bandwidth"))? {
+            Some((0, e)) => return err(&e.origin, "`flush_bandwidth` must be > 0"),
+            Some((v, _)) => v,
+            None => d.flush_bandwidth,
+        },
+    };
+    Ok((DeviceKind::Ssd(m), None))
+}
+
+/// A SATA SSD on AHCI (an sd device): 32 tags, which `blk_queue_depth`
+/// reports, and the driver takes them all; no elevator, not rotational,
+/// the model's write cache.
+pub fn queue_info(m: &SsdModel) -> QueueInfo {
+    QueueInfo {
+        major: crate::drivers::SCSI_DISK0_MAJOR,
+        minor_step: crate::drivers::SD_MINORS,
+        max_hw_sectors_kb: 32767,
+        scheduler: Elevator::None,
+        nr_requests: NCQ_DEPTH,
+        nr_requests_sched: NCQ_DEPTH,
+        slots: 0,
+        queue_depth: Some(NCQ_DEPTH),
+        rotational: false,
+        write_cache: m.write_cache,
+        bio_based: false,
+    }
+}
+
+impl Kernel {
+    /// The driver's `queue_rq`: the device completes the request when the
+    /// model says.
+    #[inline]
+    pub fn ssd_queue_rq(&mut self, dev: DevId, rq: ReqId) {
+        let now = self.now();
+        let (sector, sectors) = {
+            let r = self.reqs[rq].as_ref().expect("rq");
+            (r.sector, r.nr_sectors)
+        };
+        let crate::drivers::Driver::Ssd(st) = &mut self.devs[dev].driver else {
+            unreachable!("not an ssd")
+        };
+        let done = st.submit(now, sector, sectors * 512);
+        self.q
+            .schedule(done, crate::kernel::Ev::ReqDone { rq: rq as u32 });
     }
 }
 

@@ -83,8 +83,9 @@ pub enum Body {
     /// A kernel worker whose work is done in event handlers (it only holds
     /// a plug and may be woken).
     Kworker,
-    /// A loop device's worker (drivers/loopdev.rs).
-    Loop(DevId),
+    /// A block driver's thread for device N (the loop worker): its steps
+    /// are the driver's (`driver_step`, drivers/mod.rs).
+    Driver(DevId),
     /// A dd writer, inline: its state is read at every wakeup.
     Dd(DdWriter),
     FsMark(Box<crate::workload::fs_mark::FsMarkThread>),
@@ -324,7 +325,7 @@ impl Kernel {
     pub fn new_task(&mut self, comm: String, body: Body, job: Option<usize>) -> Pid {
         let idx = self.tasks.len();
         let pid = match body {
-            Body::Flusher(_) | Body::Kworker | Body::Loop(_) => 200 + idx as u32,
+            Body::Flusher(_) | Body::Kworker | Body::Driver(_) => 200 + idx as u32,
             Body::Dd(_) | Body::FsMark(_) | Body::Launcher(_) => 1000 + idx as u32,
         };
         let cpu = idx % self.cpus.len();

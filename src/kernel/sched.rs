@@ -1007,7 +1007,7 @@ impl Kernel {
         let (body, action) = match body {
             super::Body::Dd(_) => unreachable!("dd bodies are stepped in place"),
             super::Body::Kworker => (super::Body::Kworker, Action::Block),
-            super::Body::Loop(dev) => (super::Body::Loop(dev), self.loop_step(pid, dev)),
+            super::Body::Driver(dev) => (super::Body::Driver(dev), self.driver_step(pid, dev)),
             super::Body::FsMark(mut f) => {
                 let a = self.fs_mark_step(pid, &mut f);
                 (super::Body::FsMark(f), a)

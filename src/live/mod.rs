@@ -143,11 +143,11 @@ pub fn preflight(sc: &Scenario) -> Result<CapMethod, LiveError> {
         ));
     }
     for d in &sc.devices {
-        match d.kind {
-            DeviceKind::Throttled { .. } => {}
+        match (&d.kind, d.throttle.write_bps) {
+            (DeviceKind::Loop(_), Some(_)) => {}
             _ => {
                 return Err(LiveError::Refused(format!(
-                    "device `{}` is a modelled device; live mode builds only `throttled` devices (a capped loop device)",
+                    "device `{}` is a modelled device; live mode builds only capped loop devices (`throttled`, or `loop` with `throttle.write_bps`)",
                     d.name
                 )))
             }
@@ -619,8 +619,8 @@ pub fn run(
     let mut devs: Vec<LiveDev> = Vec::new();
     for (i, d) in sc.devices.iter().enumerate() {
         check(stop)?;
-        let DeviceKind::Throttled { write_bps, .. } = d.kind else {
-            unreachable!()
+        let Some(write_bps) = d.throttle.write_bps else {
+            unreachable!("refused in preflight")
         };
         // room for everything the jobs can write at the cap, plus slack
         let fs_jobs = sc
@@ -713,8 +713,8 @@ pub fn run(
         r.map_err(failed)?;
     }
     for (i, d) in sc.devices.iter().enumerate() {
-        let DeviceKind::Throttled { write_bps, .. } = d.kind else {
-            unreachable!()
+        let Some(write_bps) = d.throttle.write_bps else {
+            unreachable!("refused in preflight")
         };
         match guard.cgroup.as_mut() {
             None => {

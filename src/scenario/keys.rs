@@ -43,6 +43,7 @@ const fn k(
 
 const ALL: Option<&str> = None;
 const THROTTLED: Option<&str> = Some("throttled");
+const LOOPS: Option<&str> = Some("loop, throttled");
 const DISK: Option<&str> = Some("disk");
 const SSD: Option<&str> = Some("ssd");
 const HDD: Option<&str> = Some("hdd");
@@ -87,10 +88,12 @@ pub const KEYS: &[KeyDoc] = &[
     k("vm.dirty_expire_centisecs", "3000", ALL, "3000", "sysctl"),
     k("vm.dirty_writeback_centisecs", "500", ALL, "500", "sysctl (0 disables periodic writeback)"),
     // devices
-    k("devices.NAME.type", "required", ALL, "\"ssd\"", "`throttled` (a blk-throttle cap over a store that completes at once: a loop device), `disk`, `ssd`, `hdd` or `raid0`"),
-    k("devices.NAME.write_bps", "required", THROTTLED, "\"50MiB/s\"", "the `blkio.throttle.write_bps_device` cap (cgroup v2: `io.max` `wbps`)"),
-    k("devices.NAME.read_bps", "0", THROTTLED, "\"100MiB/s\"", "read cap; accepted but unused (no workload reads)"),
-    k("devices.NAME.backing", "none", THROTTLED, "\"tmpfs\"", "`tmpfs`: a loop worker copies each request into the image's tmpfs pages on a CPU; `none`: requests complete once the throttle passes them"),
+    k("devices.NAME.type", "required", ALL, "\"ssd\"", "`loop` (a loop device over a store that completes at once), `throttled` (a loop device with a write cap), `disk`, `ssd`, `hdd` or `raid0`"),
+    k("devices.NAME.write_bps", "required", THROTTLED, "\"50MiB/s\"", "the loop device's write cap: its `throttle.write_bps`"),
+    k("devices.NAME.read_bps", "none (no cap)", THROTTLED, "\"100MiB/s\"", "its `throttle.read_bps`; accepted but unused (no workload reads)"),
+    k("devices.NAME.backing", "none", LOOPS, "\"tmpfs\"", "`tmpfs`: a loop worker copies each request into the image's tmpfs pages on a CPU; `none`: requests complete once the throttle passes them"),
+    k("devices.NAME.throttle.write_bps", "none (no cap)", ALL, "\"20MiB/s\"", "blk-throttle's write cap on the queue, any type (`blkio.throttle.write_bps_device`, `io.max` `wbps`)"),
+    k("devices.NAME.throttle.read_bps", "none (no cap)", ALL, "\"20MiB/s\"", "blk-throttle's read cap; accepted but unused (no workload reads)"),
     k("devices.NAME.bandwidth", "150MiB/s (disk), 500MB/s (ssd)", Some("disk, ssd"), "\"200MiB/s\"", "data rate"),
     k("devices.NAME.iops", "200", DISK, "500", "IOPS cap"),
     k("devices.NAME.latency", "4ms", DISK, "\"2ms\"", "completion latency"),
@@ -109,14 +112,14 @@ pub const KEYS: &[KeyDoc] = &[
     k("devices.NAME.per_cmd_overhead", "100us", HDD, "\"50us\"", "controller time per command"),
     k("devices.NAME.members", "required", RAID0, "[\"ssd0\", \"ssd1\"]", "member devices: at least two unused `ssd`, `hdd` or `disk` devices"),
     k("devices.NAME.chunk", "512k", RAID0, "\"256k\"", "stripe chunk (a power of two ≥ 4k)"),
-    k("devices.NAME.devno", "7:N (throttled), 8:16N (disk, ssd, hdd), 9:N (raid0)", ALL, "\"8:0\"", "major:minor, also the bdi name in traces"),
+    k("devices.NAME.devno", "7:N (loop, throttled), 8:16N (disk, ssd, hdd), 9:N (raid0)", ALL, "\"8:0\"", "major:minor, also the bdi name in traces"),
     k("devices.NAME.size", "1T (hdd: 4T)", ALL, "\"5G\"", "capacity"),
     k("devices.NAME.queue.max_sectors_kb", "min(max_hw_sectors_kb, 1280)", ALL, "512", "sysfs `queue/max_sectors_kb`: bios are split at it"),
-    k("devices.NAME.queue.max_hw_sectors_kb", "1280 (throttled), 32767 (others)", ALL, "2048", "sysfs `queue/max_hw_sectors_kb`"),
+    k("devices.NAME.queue.max_hw_sectors_kb", "1280 (loop, throttled), 32767 (others)", ALL, "2048", "sysfs `queue/max_hw_sectors_kb`"),
     k("devices.NAME.queue.max_segments", "128", ALL, "256", "sysfs `queue/max_segments`"),
     k("devices.NAME.queue.scheduler", "mq-deadline (disk, hdd), none (others)", ALL, "\"mq-deadline\"", "sysfs `queue/scheduler`: `none` or `mq-deadline`"),
-    k("devices.NAME.queue.nr_requests", "128 (throttled); 2 × min(depth, 128) with mq-deadline, else the depth (disk: queue_depth, hdd: 32); 32 (ssd, raid0)", ALL, "64", "sysfs `queue/nr_requests`: tags; a submitter sleeps when none is free"),
-    k("devices.NAME.queue.wbt_lat_usec", "io-less: 2000 (throttled, ssd), 75000 (disk, hdd), 0 (raid0); older policies: 0", ALL, "0", "sysfs `queue/wbt_lat_usec`: wbt's latency target; 0 turns wbt off"),
+    k("devices.NAME.queue.nr_requests", "128 (loop, throttled); 2 × min(depth, 128) with mq-deadline, else the depth (disk: queue_depth, hdd: 32); 32 (ssd, raid0)", ALL, "64", "sysfs `queue/nr_requests`: tags; a submitter sleeps when none is free"),
+    k("devices.NAME.queue.wbt_lat_usec", "io-less: 2000 (loop, throttled, ssd), 75000 (disk, hdd), 0 (raid0); older policies: 0", ALL, "0", "sysfs `queue/wbt_lat_usec`: wbt's latency target; 0 turns wbt off"),
     k("devices.NAME.bdi.min_ratio", "0", ALL, "10", "sysfs `/sys/class/bdi/*/min_ratio`"),
     k("devices.NAME.bdi.max_ratio", "100", ALL, "50", "sysfs `/sys/class/bdi/*/max_ratio`"),
     k("devices.NAME.bdi.strict_limit", "false", ALL, "true", "sysfs `strict_limit` (BDI_CAP_STRICTLIMIT; true/false or 1/0)"),
@@ -454,7 +457,7 @@ at = "10s"
         let first_type = types(k).next();
         let segs: Vec<&str> = k.key.split('.').collect();
         let name = match (segs[0], first_type) {
-            ("devices", Some("throttled")) => "loop0",
+            ("devices", Some("throttled" | "loop")) => "loop0",
             ("devices", Some("disk")) => "disk0",
             ("devices", Some("hdd")) => "hdd0",
             ("devices", Some("raid0")) => "md0",
@@ -712,5 +715,39 @@ at = "10s"
             checked += 1;
         }
         assert!(checked >= 40, "only {checked} defaults checked");
+    }
+
+    /// Each driver's own keys (drivers/*.rs) and the keys every device
+    /// takes are the registry's `devices.NAME.*` entries for that type.
+    #[test]
+    fn every_drivers_keys_are_documented() {
+        for t in crate::drivers::DRIVER_TYPES {
+            let mut doc: Vec<&str> = KEYS
+                .iter()
+                .filter(|k| {
+                    k.key.starts_with("devices.NAME.")
+                        && k.applies_to
+                            .is_some_and(|a| a.split(", ").any(|x| x == t.name))
+                })
+                .map(|k| &k.key["devices.NAME.".len()..])
+                .collect();
+            let mut code: Vec<&str> = t.keys.to_vec();
+            doc.sort_unstable();
+            code.sort_unstable();
+            assert_eq!(
+                doc, code,
+                "driver `{}`: documented keys against its own",
+                t.name
+            );
+        }
+        let mut every: Vec<&str> = KEYS
+            .iter()
+            .filter(|k| k.key.starts_with("devices.NAME.") && k.applies_to.is_none())
+            .map(|k| &k.key["devices.NAME.".len()..])
+            .collect();
+        let mut code = crate::scenario::DEVICE_KEYS.to_vec();
+        every.sort_unstable();
+        code.sort_unstable();
+        assert_eq!(every, code, "the keys every device takes");
     }
 }

@@ -167,49 +167,7 @@ impl Default for Vm {
     }
 }
 
-/// What a throttled (loop) device's image lives on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LoopBacking {
-    /// Requests complete as soon as the throttle lets them through, with no
-    /// CPU spent.
-    None,
-    /// A file on tmpfs: the loop worker copies each request into the
-    /// image's pages, allocating the pages written for the first time.
-    Tmpfs,
-}
-
-#[derive(Clone, Debug)]
-pub enum DeviceKind {
-    /// A blk-throttle write cap (`blkio.throttle.write_bps_device`) over a
-    /// store that completes instantly: the host rig's loop device on tmpfs.
-    Throttled {
-        write_bps: u64,
-        read_bps: u64,
-        /// The image's file system: with `tmpfs` the loop worker copies
-        /// each request into the image's tmpfs pages on a CPU
-        /// (block/loop.rs); with `none` requests complete at once.
-        backing: LoopBacking,
-    },
-    /// An SSD (drivers/ssd.rs): parallel channels, per-IO cost, bandwidth
-    /// and a volatile write cache.
-    Ssd(crate::drivers::ssd::SsdModel),
-    /// A rotating disk (drivers/hdd.rs): seek curve, rotational latency,
-    /// zoned media rate, FIFO service and a volatile write cache. Its
-    /// `capacity_sectors` is the device's `size` in sectors.
-    Hdd(crate::drivers::hdd::HddModel),
-    /// md RAID0 over member devices, striped in `chunk` bytes.
-    Raid0 {
-        members: Vec<String>,
-        chunk_sectors: u64,
-    },
-    /// A simple disk: bandwidth, IOPS, completion latency, queue depth.
-    Disk {
-        bandwidth: u64,
-        iops: u64,
-        latency: Ns,
-        queue_depth: u32,
-    },
-}
+pub use crate::drivers::DeviceKind;
 
 #[derive(Clone, Debug)]
 pub struct Queue {
@@ -223,8 +181,8 @@ pub struct Queue {
     pub scheduler: Elevator,
     /// queue/wbt_lat_usec: wbt's latency target; 0 switches wbt off.
     /// Defaults: 2000 for non-rotational queues (loop, ssd), 75000 for
-    /// rotational ones (disk, hdd) under the 6.x policy; 0 for md devices
-    /// (bio-based) and for the older policies (wbt arrived in 4.10).
+    /// rotational ones (disk, hdd) under the 6.x policy; 0 for bio-based
+    /// devices (md) and for the older policies (wbt arrived in 4.10).
     pub wbt_lat_usec: u64,
 }
 
@@ -259,6 +217,8 @@ pub struct Device {
     pub minor: u32,
     pub size: u64,
     pub kind: DeviceKind,
+    /// blk-throttle's rule on the queue (`throttle.*`, or `throttled`'s).
+    pub throttle: crate::block::blk_throttle::ThrotlConf,
     pub queue: Queue,
     pub bdi: BdiConf,
 }
@@ -539,11 +499,45 @@ impl Scenario {
 
 // ---- typed readers ---------------------------------------------------------
 
-/// Typed reads of a scenario's keys: each removes the key it reads, so
-/// what is left at the end is unknown.
+/// Typed reads of the raw scenario; each read consumes its entry. Device
+/// drivers read their own keys through it (drivers/*.rs).
 pub(crate) struct Reader {
     pub(crate) raw: RawScenario,
 }
+
+/// A `[devices.NAME]` table being read, for a driver's parser.
+pub(crate) struct DevSection<'a> {
+    pub name: &'a str,
+    /// Where `type` was set: blamed for a missing required key.
+    pub type_origin: &'a Origin,
+}
+
+impl DevSection<'_> {
+    /// The path of the device's key `k`: `devices.NAME.k`.
+    pub fn key(&self, k: &str) -> String {
+        format!("devices.{}.{k}", self.name)
+    }
+}
+
+/// The keys every device takes besides its driver's (drivers/*.rs `TYPE`).
+pub(crate) const DEVICE_KEYS: &[&str] = &[
+    "type",
+    "size",
+    "devno",
+    "throttle.write_bps",
+    "throttle.read_bps",
+    "queue.max_sectors_kb",
+    "queue.max_hw_sectors_kb",
+    "queue.max_segments",
+    "queue.nr_requests",
+    "queue.scheduler",
+    "queue.wbt_lat_usec",
+    "bdi.min_ratio",
+    "bdi.max_ratio",
+    "bdi.strict_limit",
+    "bdi.write_bandwidth",
+    "bdi.dirty_ratelimit",
+];
 
 fn expect_str<'a>(e: &'a Entry, what: &str) -> Result<&'a str, ScenarioError> {
     match &e.val {
@@ -874,251 +868,47 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     let page_size = machine.page_size;
     let vm = read_vm(&mut r, page_size)?;
 
-    // devices
-    let mut devices = Vec::new();
-    let (mut n_loop, mut n_sd) = (0u32, 0u32);
+    // devices: `type` picks the driver, which reads its own keys
+    // (drivers/*.rs); the keys every device takes are read here
+    let mut devices: Vec<Device> = Vec::new();
+    let types: Vec<&str> = crate::drivers::DRIVER_TYPES
+        .iter()
+        .map(|t| t.name)
+        .collect();
     for (dname, dorigin) in r.raw.names_under("devices") {
         let p = |k: &str| format!("devices.{dname}.{k}");
-        let (ty, tye) = match r.choice(&p("type"), &["throttled", "disk", "ssd", "hdd", "raid0"])? {
+        let (ty, tye) = match r.choice(&p("type"), &types)? {
             Some(x) => (x.0, x.1.origin),
-            None => return err(&dorigin, format!("device `{dname}` has no `type`; expected `type` = one of \"throttled\", \"disk\", \"ssd\", \"hdd\", \"raid0\"")),
-        };
-        let kind = if ty == "throttled" {
-            let write_bps = match r.rate(&p("write_bps"))? {
-                Some((0, e)) => {
-                    return err(&e.origin, "`write_bps` must be > 0 for a throttled device")
-                }
-                Some((v, _)) => v,
-                None => {
-                    return err(
-                        &tye,
-                        format!("throttled device `{dname}` needs `write_bps`, e.g. \"50MiB/s\""),
-                    )
-                }
-            };
-            let read_bps = r.rate(&p("read_bps"))?.map(|x| x.0).unwrap_or(0);
-            let backing = match r.choice(&p("backing"), &["none", "tmpfs"])? {
-                Some((b, _)) if b == "tmpfs" => LoopBacking::Tmpfs,
-                _ => LoopBacking::None,
-            };
-            DeviceKind::Throttled {
-                write_bps,
-                read_bps,
-                backing,
-            }
-        } else if ty == "ssd" {
-            let d = crate::drivers::ssd::SsdModel::default();
-            DeviceKind::Ssd(crate::drivers::ssd::SsdModel {
-                channels: r
-                    .uint(&p("channels"), 1, 1024)?
-                    .map(|x| x.0 as u32)
-                    .unwrap_or(d.channels),
-                per_io: r.duration(&p("per_io"))?.map(|x| x.0).unwrap_or(d.per_io),
-                bandwidth: match r.rate(&p("bandwidth"))? {
-                    Some((0, e)) => return err(&e.origin, "`bandwidth` must be > 0"),
-                    Some((v, _)) => v,
-                    None => d.bandwidth,
-                },
-                write_cache: r
-                    .boolean(&p("write_cache"), false)?
-                    .unwrap_or(d.write_cache),
-                cache_bytes: r.size(&p("cache"))?.map(|x| x.0).unwrap_or(d.cache_bytes),
-                flush_bandwidth: match r.rate(&p("flush_bandwidth"))? {
-                    Some((0, e)) => return err(&e.origin, "`flush_bandwidth` must be > 0"),
-                    Some((v, _)) => v,
-                    None => d.flush_bandwidth,
-                },
-            })
-        } else if ty == "hdd" {
-            // A rotating disk (drivers/hdd.rs). Knobs and defaults (a 7200 rpm
-            // SATA desktop disk, HddModel::default()):
-            //   rpm                  7200     spindle speed, 1..=100000
-            //   avg_seek             "8.5ms"  datasheet average (1/3-stroke) seek
-            //   track_to_track       "1ms"    shortest seek (write settle included)
-            //   full_stroke          "16ms"   seek across the whole stroke
-            //   media_rate_outer     200MB/s  media rate at sector 0 (> 0)
-            //   media_rate_inner     100MB/s  media rate at the last sector (> 0,
-            //                                 ≤ media_rate_outer)
-            //   per_cmd_overhead     "100us"  controller time per command
-            //   write_cache          true     volatile write cache ("write back")
-            //   cache                "64M"    write cache size
-            // with track_to_track ≤ avg_seek ≤ full_stroke. The capacity the
-            // seek distances and zones are fractions of is `size` (default
-            // 4T for an hdd); the queue depth is `queue.nr_requests` (32, the
-            // AHCI NCQ depth, as for an ssd). Requests are served FIFO in the
-            // order the block layer dispatches them.
-            let d = crate::drivers::hdd::HddModel::default();
-            let rpm = r
-                .uint(&p("rpm"), 1, 100_000)?
-                .map(|x| x.0 as u32)
-                .unwrap_or(d.rpm);
-            let avg_seek = r.duration(&p("avg_seek"))?;
-            let t2t = r.duration(&p("track_to_track"))?;
-            let full = r.duration(&p("full_stroke"))?;
-            let (avg_v, t2t_v, full_v) = (
-                avg_seek.as_ref().map(|x| x.0).unwrap_or(d.avg_seek),
-                t2t.as_ref().map(|x| x.0).unwrap_or(d.track_to_track),
-                full.as_ref().map(|x| x.0).unwrap_or(d.full_stroke),
-            );
-            // blame the knob that was set (the last of the pair, if both)
-            let blame = |a: &Option<(Ns, Entry)>, b: &Option<(Ns, Entry)>| {
-                b.as_ref()
-                    .or(a.as_ref())
-                    .map(|x| x.1.origin.clone())
-                    .unwrap_or_else(|| tye.clone())
-            };
-            if t2t_v > avg_v {
-                return err(
-                    &blame(&t2t, &avg_seek),
-                    format!(
-                        "hdd `{dname}`: `track_to_track` ({} ms) exceeds `avg_seek` ({} ms); expected track_to_track ≤ avg_seek ≤ full_stroke",
-                        t2t_v as f64 / 1e6,
-                        avg_v as f64 / 1e6
-                    ),
-                );
-            }
-            if avg_v > full_v {
-                return err(
-                    &blame(&avg_seek, &full),
-                    format!(
-                        "hdd `{dname}`: `avg_seek` ({} ms) exceeds `full_stroke` ({} ms); expected track_to_track ≤ avg_seek ≤ full_stroke",
-                        avg_v as f64 / 1e6,
-                        full_v as f64 / 1e6
-                    ),
-                );
-            }
-            let outer = r.rate(&p("media_rate_outer"))?;
-            let inner = r.rate(&p("media_rate_inner"))?;
-            for (k, x) in [("media_rate_outer", &outer), ("media_rate_inner", &inner)] {
-                if let Some((0, e)) = x {
-                    return err(
-                        &e.origin,
-                        format!("`{k}` must be > 0; expected a rate such as \"150MB/s\""),
-                    );
-                }
-            }
-            let (outer_v, inner_v) = (
-                outer.as_ref().map(|x| x.0).unwrap_or(d.media_rate_outer),
-                inner.as_ref().map(|x| x.0).unwrap_or(d.media_rate_inner),
-            );
-            if inner_v > outer_v {
-                return err(
-                    &blame(&outer, &inner),
-                    format!(
-                        "hdd `{dname}`: `media_rate_inner` ({inner_v} B/s) exceeds `media_rate_outer` ({outer_v} B/s); expected inner ≤ outer (outer tracks hold more sectors)"
-                    ),
-                );
-            }
-            DeviceKind::Hdd(crate::drivers::hdd::HddModel {
-                // set from `size` below
-                capacity_sectors: d.capacity_sectors,
-                rpm,
-                avg_seek: avg_v,
-                track_to_track: t2t_v,
-                full_stroke: full_v,
-                media_rate_outer: outer_v,
-                media_rate_inner: inner_v,
-                per_cmd_overhead: r
-                    .duration(&p("per_cmd_overhead"))?
-                    .map(|x| x.0)
-                    .unwrap_or(d.per_cmd_overhead),
-                write_cache: r
-                    .boolean(&p("write_cache"), false)?
-                    .unwrap_or(d.write_cache),
-                cache_bytes: r.size(&p("cache"))?.map(|x| x.0).unwrap_or(d.cache_bytes),
-            })
-        } else if ty == "raid0" {
-            let members =
-                match r.take(&p("members")) {
-                    Some(Entry {
-                        val: RawVal::Array(a),
-                        origin,
-                        ..
-                    }) => {
-                        let mut m = Vec::new();
-                        for v in a {
-                            match v {
-                                RawVal::Str(s) => m.push(s),
-                                v => {
-                                    return err(
-                                        &origin,
-                                        format!(
-                                            "`members` contains {}; expected device names",
-                                            v.describe()
-                                        ),
-                                    )
-                                }
-                            }
-                        }
-                        if m.len() < 2 {
-                            return err(&origin, "`members` needs at least two devices");
-                        }
-                        m
-                    }
-                    Some(e) => return err(
-                        &e.origin,
-                        "`members`: expected an array of device names, e.g. [\"ssd0\", \"ssd1\"]",
-                    ),
-                    None => {
-                        return err(
-                            &tye,
-                            format!("raid0 device `{dname}` needs `members = [\"DEV\", ...]`"),
-                        )
-                    }
-                };
-            let chunk_sectors = match r.size(&p("chunk"))? {
-                Some((c, e)) if c < 4096 || !c.is_power_of_two() => {
-                    return err(
-                        &e.origin,
-                        format!("`chunk` = {c}; expected a power of two ≥ 4k"),
-                    )
-                }
-                Some((c, _)) => c / 512,
-                None => crate::drivers::raid0::DEFAULT_CHUNK_SECTORS,
-            };
-            DeviceKind::Raid0 {
-                members,
-                chunk_sectors,
-            }
-        } else {
-            let bandwidth = match r.rate(&p("bandwidth"))? {
-                Some((0, e)) => return err(&e.origin, "`bandwidth` must be > 0"),
-                Some((v, _)) => v,
-                None => 150 << 20,
-            };
-            DeviceKind::Disk {
-                bandwidth,
-                iops: r
-                    .uint(&p("iops"), 1, 100_000_000)?
-                    .map(|x| x.0)
-                    .unwrap_or(200),
-                latency: r
-                    .duration(&p("latency"))?
-                    .map(|x| x.0)
-                    .unwrap_or(4 * NSEC_PER_MSEC),
-                queue_depth: r
-                    .uint(&p("queue_depth"), 1, 65536)?
-                    .map(|x| x.0 as u32)
-                    .unwrap_or(32),
-            }
-        };
-        let (dmaj, dmin) = match &kind {
-            DeviceKind::Throttled { .. } => {
-                n_loop += 1;
-                (7, n_loop - 1)
-            }
-            DeviceKind::Disk { .. } | DeviceKind::Ssd(_) | DeviceKind::Hdd(_) => {
-                n_sd += 1;
-                (8, (n_sd - 1) * 16)
-            }
-            DeviceKind::Raid0 { .. } => (
-                9,
-                devices
+            None => {
+                let list = types
                     .iter()
-                    .filter(|d: &&Device| matches!(d.kind, DeviceKind::Raid0 { .. }))
-                    .count() as u32,
-            ),
+                    .map(|t| format!("\"{t}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                return err(
+                    &dorigin,
+                    format!("device `{dname}` has no `type`; expected `type` = one of {list}"),
+                );
+            }
         };
+        let driver = crate::drivers::DRIVER_TYPES
+            .iter()
+            .find(|t| t.name == ty)
+            .expect("a listed type");
+        let sec = DevSection {
+            name: &dname,
+            type_origin: &tye,
+        };
+        let (mut kind, implied) = (driver.parse)(&mut r, &sec)?;
+        let throttle = crate::block::blk_throttle::parse_conf(&mut r, &sec, implied)?;
+        let info = kind.queue_info();
+        // the N-th device of a major (counted by driver, whatever devno
+        // says) is MAJOR:N*step
+        let nth = devices
+            .iter()
+            .filter(|d| d.kind.queue_info().major == info.major)
+            .count() as u32;
+        let (dmaj, dmin) = (info.major, nth * info.minor_step);
         let (major, minor) = match r.string(&p("devno"), "\"MAJOR:MINOR\" such as \"7:0\"")? {
             None => (dmaj, dmin),
             Some((s, e)) => {
@@ -1136,29 +926,11 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 }
             }
         };
-        let mut kind = kind;
-        let size = match (r.size(&p("size"))?, &mut kind) {
-            (Some((v, e)), DeviceKind::Hdd(_)) if v < 1 << 20 => {
-                return err(
-                    &e.origin,
-                    format!("`size` = {v} is too small for an hdd; expected at least 1M"),
-                )
-            }
-            (s, DeviceKind::Hdd(m)) => {
-                // a 4T disk unless told; the seek and zone model spans it
-                let v = s.map(|x| x.0).unwrap_or(4 << 40);
-                m.capacity_sectors = v / 512;
-                v
-            }
-            (s, _) => s.map(|x| x.0).unwrap_or(1 << 40),
-        };
+        let size = kind.set_size(r.size(&p("size"))?)?;
         let max_hw = r
             .uint(&p("queue.max_hw_sectors_kb"), 4, 1 << 20)?
             .map(|x| x.0)
-            .unwrap_or(match &kind {
-                DeviceKind::Throttled { .. } => 1280,
-                _ => 32767,
-            });
+            .unwrap_or(info.max_hw_sectors_kb);
         let max_sectors_kb = match r.uint(&p("queue.max_sectors_kb"), 4, 1 << 20)? {
             Some((v, e)) if v > max_hw => {
                 return err(
@@ -1178,25 +950,11 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         let scheduler = match r.choice(&p("queue.scheduler"), &["none", "mq-deadline"])? {
             Some((v, _)) if v == "mq-deadline" => Elevator::MqDeadline,
             Some(_) => Elevator::None,
-            None => match &kind {
-                DeviceKind::Disk { .. } | DeviceKind::Hdd(_) => Elevator::MqDeadline,
-                _ => Elevator::None,
-            },
+            None => info.scheduler,
         };
-        // loop devices have 128 tags
-        let default_nr = match &kind {
-            DeviceKind::Throttled { .. } => 128,
-            // blk_mq_init_sched: 2 * min(queue depth, BLKDEV_DEFAULT_RQ = 128)
-            // with a scheduler, the queue depth without one
-            DeviceKind::Disk { queue_depth, .. } if scheduler == Elevator::MqDeadline => {
-                2 * (*queue_depth).min(128)
-            }
-            DeviceKind::Disk { queue_depth, .. } => *queue_depth,
-            DeviceKind::Hdd(_) if scheduler == Elevator::MqDeadline => {
-                2 * crate::drivers::hdd::NCQ_DEPTH.min(128)
-            }
-            DeviceKind::Hdd(_) => crate::drivers::hdd::NCQ_DEPTH,
-            DeviceKind::Ssd(_) | DeviceKind::Raid0 { .. } => 32, // AHCI NCQ depth
+        let default_nr = match scheduler {
+            Elevator::MqDeadline => info.nr_requests_sched,
+            Elevator::None => info.nr_requests,
         };
         let nr_requests = r
             .uint(&p("queue.nr_requests"), 4, 65536)?
@@ -1204,10 +962,10 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             .unwrap_or(default_nr);
         // u64::MAX: the policy's default, resolved below
         let wbt_lat_usec = match r.uint(&p("queue.wbt_lat_usec"), 0, 1 << 40)? {
-            Some((v, e)) if v != 0 && matches!(kind, DeviceKind::Raid0 { .. }) => {
+            Some((v, e)) if v != 0 && info.bio_based => {
                 return err(
                     &e.origin,
-                    format!("`queue.wbt_lat_usec` = {v} on an md device: md is bio-based and has no wbt; set it on the members"),
+                    format!("`queue.wbt_lat_usec` = {v} on a {} device: it is bio-based and has no wbt; set it on the devices below it", kind.type_name()),
                 )
             }
             Some((v, _)) => v,
@@ -1235,6 +993,25 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             write_bandwidth: r.rate(&p("bdi.write_bandwidth"))?.map(|x| x.0.max(1)),
             dirty_ratelimit: r.rate(&p("bdi.dirty_ratelimit"))?.map(|x| x.0.max(1)),
         };
+        // a key left under the device's table is none of its driver's and
+        // none of every device's
+        let pre = format!("devices.{dname}.");
+        if let Some((k, e)) = r
+            .raw
+            .entries
+            .iter()
+            .filter(|(k, _)| k.starts_with(&pre))
+            .min_by_key(|(_, e)| e.order)
+        {
+            return err(
+                &e.origin,
+                format!(
+                    "unknown key `{k}` for a `{ty}` device; expected one of its keys {{{}}} or a key of every device {{{}}}",
+                    driver.keys.join(","),
+                    DEVICE_KEYS.join(",")
+                ),
+            );
+        }
         devices.push(Device {
             name: dname.clone(),
             bdi,
@@ -1242,6 +1019,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             minor,
             size,
             kind,
+            throttle,
             queue: Queue {
                 max_sectors_kb,
                 max_hw_sectors_kb: max_hw,
@@ -1256,47 +1034,15 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     // filesystems
     let mut filesystems = Vec::new();
     let mut used = vec![false; devices.len()];
-    let raid_members: Vec<(usize, Vec<String>)> = devices
-        .iter()
-        .enumerate()
-        .filter_map(|(i, d)| match &d.kind {
-            DeviceKind::Raid0 { members, .. } => Some((i, members.clone())),
-            _ => None,
-        })
-        .collect();
-    for (i, members) in &raid_members {
+    // stacked devices claim the devices below them
+    for d in &devices {
         let origin = r
             .raw
             .tables
-            .get(&format!("devices.{}", devices[*i].name))
+            .get(&format!("devices.{}", d.name))
             .cloned()
             .unwrap_or(Origin::Builtin);
-        for m in members {
-            match devices.iter().position(|d| &d.name == m) {
-                Some(j)
-                    if matches!(
-                        devices[j].kind,
-                        DeviceKind::Ssd(_) | DeviceKind::Hdd(_) | DeviceKind::Disk { .. }
-                    ) && !used[j] =>
-                {
-                    used[j] = true
-                }
-                Some(_) => {
-                    return err(
-                        &origin,
-                        format!(
-                            "raid0 member `{m}` must be an unused `ssd`, `hdd` or `disk` device"
-                        ),
-                    )
-                }
-                None => {
-                    return err(
-                        &origin,
-                        format!("raid0 member `{m}` is not a defined device"),
-                    )
-                }
-            }
-        }
+        d.kind.claim_lower(&devices, &mut used, &origin)?;
     }
     for (fname, forigin) in r.raw.names_under("filesystems") {
         let p = |k: &str| format!("filesystems.{fname}.{k}");
@@ -1425,12 +1171,15 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         .iter_mut()
         .filter(|d| d.queue.wbt_lat_usec == u64::MAX)
     {
-        d.queue.wbt_lat_usec = match d.kind {
-            _ if !features.wbt => 0,
-            DeviceKind::Raid0 { .. } => 0,
-            // wbt_default_latency_nsec: 75 ms for rotational queues
-            DeviceKind::Disk { .. } | DeviceKind::Hdd(_) => 75_000,
-            DeviceKind::Throttled { .. } | DeviceKind::Ssd(_) => 2_000,
+        let q = d.kind.queue_info();
+        // wbt_default_latency_nsec: 75 ms for rotational queues, 2 ms for
+        // others; bio-based queues have no wbt
+        d.queue.wbt_lat_usec = if !features.wbt || q.bio_based {
+            0
+        } else if q.rotational {
+            75_000
+        } else {
+            2_000
         };
     }
     let run = Run {

@@ -115,12 +115,14 @@ pub(crate) fn read_job(
             origin: e.origin.clone(),
             msg: m,
         })?,
-        None => return err(
-            jorigin,
-            format!(
+        None => {
+            return err(
+                jorigin,
+                format!(
                 "fs_mark job `{jname}` needs `args`, e.g. \"-d /mnt/0 -S0 -n 1000 -s 4096 -L 2\""
             ),
-        ),
+            )
+        }
     };
     job.kind = JobKind::FsMark(args);
     Ok(())
