@@ -497,7 +497,7 @@ impl Kernel {
         let mut pending = std::mem::take(&mut p.pending);
         let opf = p.work.write_flags();
         for (ino, start, n) in pending.drain(..) {
-            wait |= self.ext4_submit_pages(pid, ino, start, n, opf);
+            wait |= self.fs_writepages(pid, ino, start, n, opf);
         }
         p.pending = pending; // keep the buffer
         if wait {
@@ -511,7 +511,7 @@ impl Kernel {
         loop {
             if let Some(iw) = p.inode.as_mut() {
                 if iw.nr_to_write > 0 {
-                    if let Some((start, n)) = self.ext4_next_run(
+                    if let Some((start, n)) = self.writeback_next_run(
                         iw.ino,
                         iw.cursor,
                         iw.nr_to_write as u64,
@@ -547,7 +547,7 @@ impl Kernel {
                     let mut pending = std::mem::take(&mut p.pending);
                     let mut wait = false;
                     for (ino, start, n) in pending.drain(..) {
-                        wait |= self.ext4_submit_pages(pid, ino, start, n, opf);
+                        wait |= self.fs_writepages(pid, ino, start, n, opf);
                     }
                     p.pending = pending;
                     if wait {
@@ -600,9 +600,7 @@ impl Kernel {
             };
             // ext4_writepages starts a journal handle (the block device's
             // own inode does not): it may wait for a full transaction
-            if !self.inodes[ino].bdev
-                && !self.fs_trans_start(self.inodes[ino].sb as usize, pid, true)
-            {
+            if !self.fs_writepages_trans_start(pid, ino) {
                 // the CPU time of the inodes already done passes first; the
                 // handle is tried again after it (a wakeup meanwhile finds
                 // the flusher running and is lost harmlessly)
