@@ -202,7 +202,9 @@ impl Kernel {
             }
             self.wbs.push(wb);
             let comm = format!("kworker/u{}:{}", 2 * self.sc.machine.cpus, i + 1);
-            let flusher = self.new_task(comm, crate::kernel::Body::Flusher(Box::default()), None);
+            let body =
+                crate::kernel::Body::Flusher(Box::new(fs_writeback::FlusherState::new(wb_id)));
+            let flusher = self.new_task(comm, body, None);
             self.wbs[wb_id].flusher = flusher;
             let ag_sectors = self.sc.devices[f.device].size / 512 / f.agcount as u64;
             // each group's first 1 MiB (2048 sectors) is left to its headers
@@ -396,9 +398,8 @@ impl Kernel {
     #[inline(never)]
     fn mark_inode_first_dirty_pages(&mut self, ino: InodeId) {
         let inode = &mut self.inodes[ino];
-        let was_dirty = inode.i_state & I_DIRTY_PAGES != 0;
         inode.i_state |= I_DIRTY_PAGES;
-        if was_dirty || inode.i_state & (I_SYNC_QUEUED | I_SYNC) != 0 {
+        if inode.i_state & (I_SYNC_QUEUED | I_SYNC) != 0 {
             // being written: requeue_inode will place it
             return;
         }
