@@ -193,17 +193,15 @@ impl Kernel {
     /// preallocation: small files written one after another are adjacent).
     /// A larger file allocates from a preallocation of its own
     /// (`ext4_mb_use_inode_pa`), which covers a window of the file's logical
-    /// blocks: `ext4_mb_normalize_request` sizes it by the file's size (a
-    /// power of two up to 1 MiB from offset 0; then 2, 4 and past 8 MiB
-    /// 8 MiB, aligned to that size in the file) and trims it to start at the
-    /// request (the blocks to its left are allocated). A request that runs
-    /// past the window's end gets the blocks up to it, so a writeback round
-    /// crossing an 8 MiB boundary of the file ends one bio there and starts
-    /// another wherever the next preallocation lands. So growing files
-    /// written side by side (many dd) keep to their own regions and their
-    /// bios do not merge with each other's, as on the rig (1000 dd at
-    /// bs=4k: 236 KiB requests), and 10 dd's bios are cut where their
-    /// files cross 8 MiB boundaries, as the rig's are (bio13/).
+    /// blocks, sized by the file's size (`ext4_normalize_window`) and
+    /// trimmed to start at the request (the blocks to its left are
+    /// allocated). A request that runs past the window's end gets the
+    /// blocks up to it, so a writeback round crossing an 8 MiB boundary of
+    /// the file ends one bio there and starts another wherever the next
+    /// preallocation lands (the module doc has the rig's figures). So
+    /// growing files written side by side (many dd) keep to their own
+    /// regions and their bios do not merge with each other's, as on the rig
+    /// (1000 dd at bs=4k: 236 KiB requests).
     fn ext4_mb_new_blocks(
         &mut self,
         sb: usize,

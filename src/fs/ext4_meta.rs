@@ -41,9 +41,9 @@ pub const INODE_RATIO: u64 = 16384;
 /// (64 entries), which fits the rig's 5.4k directory blocks for 320k files
 /// (measured on the host rig).
 pub const DIR_ENTRIES_PER_BLOCK: u64 = 64;
-/// Blocks at the start of each group before its inode table: the
-/// superblock and group descriptors (group 0), the bitmaps, and mke2fs's
-/// reserved GDT blocks, rounded to 1 MiB.
+/// Blocks at the start of each group before its inode table (or the
+/// journal): wbsim leaves 1 MiB for the headers (superblock and group
+/// descriptors in group 0, the bitmaps); not a kernel constant.
 const GROUP_HEADER_BLOCKS: u64 = 256;
 
 /// e2fsprogs' `ext2fs_default_journal_size`: journal blocks for a

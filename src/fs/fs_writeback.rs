@@ -558,6 +558,7 @@ impl Kernel {
                 self.writeback_single_inode_done(pid, wb, p, wp);
                 continue;
             }
+            // writeback_sb_inodes stops after HZ / 10 once it has made progress
             let now = self.jiffies();
             if p.progress > 0 && (now > p.start + hz / 10 || p.work.nr_pages <= 0) {
                 self.tasks[pid].owed_sys += burst;

@@ -96,6 +96,7 @@ impl Kernel {
         len: u64,
         commit_interval: Ns,
     ) -> Journal {
+        // "jbd2/DEV-INO", INO being ext4's journal inode (EXT4_JOURNAL_INO, 8)
         let name = format!("jbd2/{}-8", self.sc.devices[self.sbs[sb].dev].name);
         let task = self.new_task(name, crate::kernel::Body::Kworker, None);
         Journal {

@@ -13,6 +13,10 @@
 //! `fs_writeback` is the flusher (fs/fs-writeback.c); `writepages` is
 //! `do_writepages` with the walk over an inode's dirty pages, and the block
 //! device's own ->writepages; `inode` is the inode cache.
+//!
+//! Units: sectors are 512 bytes (`SECTOR_SIZE`) and filesystem blocks
+//! 4 KiB (mke2fs's and mkfs.xfs's default block size), so `/ 8` and `* 8`
+//! turn sectors into blocks and back.
 
 pub mod ext4;
 pub mod ext4_meta;

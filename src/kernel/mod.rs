@@ -506,10 +506,6 @@ impl Kernel {
                     ino.nr_writeback, ino.nr_cached
                 ));
             }
-            let clean = ino.nr_cached - d - ino.nr_writeback;
-            if clean + d + ino.nr_writeback != ino.nr_cached {
-                return Err(format!("inode {i}: clean + dirty + writeback != cached"));
-            }
             cached += ino.nr_cached;
             dirty += d;
             wback += ino.nr_writeback;
