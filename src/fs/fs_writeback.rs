@@ -153,6 +153,9 @@ enum FlusherAt {
 pub struct FlusherState {
     /// The wb whose work item this kworker runs.
     wb: WbId,
+    /// Where the work item is while the kworker sleeps. While it runs,
+    /// each `wb_check_*` takes it (leaving `Idle`) and `wb_writeback` puts
+    /// its own state back if it sleeps; `wb_workfn` sets it when it ends.
     at: FlusherAt,
     /// The work item was queued again while it ran: it runs once more
     /// (a workqueue runs a work queued while it executes again after it).
