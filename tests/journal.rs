@@ -1,4 +1,4 @@
-//! ext4's metadata IO (fs/jbd2.rs): journal commits from jbd2 in large
+//! ext4's metadata IO (fs/ext4_meta.rs, fs/jbd2.rs): journal commits from jbd2 in large
 //! sequential WSM requests, in-place writeback of the journalled blocks by
 //! the flusher (WM), and the knobs that turn it off or refuse it.
 

@@ -219,16 +219,6 @@ impl Kernel {
         if let Some(parent) = b.parent {
             return self.driver_end_child_bio(parent);
         }
-        match b.owner {
-            BioOwner::Page => {}
-            BioOwner::Jbd2(sb) => return self.jbd2_bio_done(sb as usize),
-            BioOwner::XfsLog(sb) => return self.xfs_log_bio_done(sb as usize),
-            BioOwner::XfsAil(sb) => return self.xfs_ail_bio_done(sb as usize),
-        }
-        match b.io_end {
-            // dioread_nolock: the bio waits on its io_end (ext4_end_bio)
-            Some(io) => self.ext4_io_end_bio_done(io, b.npages),
-            None => self.end_writeback_range(b.ino, b.npages),
-        }
+        self.fs_bio_endio(&b);
     }
 }

@@ -1,7 +1,8 @@
 //! The ext4 model: delayed allocation and ->writepages (fs/ext4/inode.c
 //! `ext4_writepages`, fs/ext4/page-io.c). Blocks are allocated when pages
 //! are written back, from a preallocation of the file's own that covers a
-//! window of its logical blocks (fs/ext4/mballoc.c, `mb_new_blocks` below).
+//! window of its logical blocks (fs/ext4/mballoc.c, `ext4_mb_new_blocks`
+//! below).
 //! ext4_writepages maps at most `MAX_WRITEPAGES_EXTENT_LEN` blocks per round
 //! and submits what it mapped, so a bio covers a physically contiguous run
 //! of up to 8 MiB that ends where the file's preallocation window does; the
@@ -15,12 +16,40 @@
 //! +2.5% with the windows). Average request against the dd matrix's kernel
 //! medians: 10 dd bs=4k 1070 vs 1080 KiB, bs=1M 1102 vs 1135; 1 dd bs=4k
 //! 1127 vs 1080.
+//!
+//! ext4's metadata (what a create and an allocation change, the reserved
+//! credits) is in `ext4_meta`, its journal in `jbd2`.
 
-use crate::block::Bio;
 use crate::fs::InodePa;
 use crate::kernel::{InodeId, Kernel, Pid};
+use std::collections::BTreeMap;
 
 pub type IoEndId = usize;
+
+/// ext4's state on a superblock (`struct ext4_sb_info`, as far as it is
+/// modelled).
+#[derive(Default)]
+pub struct Ext4Sb {
+    /// Per-inode preallocations of files past mballoc's stream threshold.
+    pub inode_pa: BTreeMap<InodeId, InodePa>,
+    /// io_ends in flight, and free slots.
+    pub io_ends: Vec<Option<IoEnd>>,
+    pub free_io_ends: Vec<IoEndId>,
+    /// The metadata model and its journal (`filesystems.NAME.metadata`);
+    /// None without.
+    pub meta: Option<Box<crate::fs::ext4_meta::Ext4Meta>>,
+}
+
+impl Ext4Sb {
+    /// The metadata model (ext4's metadata code runs only with it).
+    pub fn meta(&mut self) -> &mut crate::fs::ext4_meta::Ext4Meta {
+        self.meta.as_mut().expect("ext4's metadata model")
+    }
+    /// The journal (`EXT4_SB(sb)->s_journal`).
+    pub fn journal(&mut self) -> &mut crate::fs::jbd2::Journal {
+        &mut self.meta().journal
+    }
+}
 
 /// `ext4_io_end_t` under dioread_nolock (ext4's default since 5.6): one per
 /// round of ext4_writepages (`mpd->io_submit.io_end`), shared by every bio
@@ -51,83 +80,25 @@ pub const EXT4_MAX_BIO_PAGES: u64 = 2048;
 /// consecutive small files are adjacent; larger files get preallocations of
 /// their own.
 pub const MB_STREAM_PAGES: u64 = 16;
-/// The largest normalized request (`ext4_mb_normalize_request`): 8 MiB.
-pub const MB_MAX_PA_PAGES: u64 = 2048;
 
 impl Kernel {
-    /// The next run of dirty pages ext4_writepages would put in one bio,
-    /// starting at `cursor`. After the wrap (`cycled`) the walk stops before
-    /// `start_index`, where this call began.
-    pub fn ext4_next_run(
-        &mut self,
-        ino: InodeId,
-        cursor: u64,
-        max: u64,
-        cycled: bool,
-        start_index: u64,
-    ) -> Option<(u64, u64)> {
-        let inode = &mut self.inodes[ino];
-        let first = inode.dirty.next_at_or_after(cursor)?;
-        if cycled && start_index != 0 && first >= start_index {
-            return None;
-        }
-        let mut lim = max.min(EXT4_MAX_BIO_PAGES);
-        if cycled && start_index != 0 {
-            lim = lim.min(start_index - first);
-        }
-        inode.dirty.take_from(first, lim)
-    }
-
-    /// Map `[start, start + n)` to disk blocks (allocating as needed) and
-    /// submit bios for the physically contiguous pieces (`io_submit_add_bh`
-    /// keeps adding to one bio while the next block follows the last).
-    /// Returns true if the submitter must sleep for a tag.
-    pub fn ext4_submit_pages(
-        &mut self,
-        pid: Pid,
-        ino: InodeId,
-        start: u64,
-        n: u64,
-        opf: u8,
-    ) -> bool {
-        let spp = self.page_size() / 512;
-        // a segment is a folio, at most max_segment_size (64 KiB); the
-        // block device's metadata buffers are single pages
-        let folio = self.sbs[self.inodes[ino].sb as usize].max_folio_pages * self.page_size();
-        let bdev = self.inodes[ino].bdev;
-        let seg_sectors = if bdev { spp } else { folio.min(64 << 10) / 512 };
-        // buffer heads of metadata are submitted with REQ_META
-        let opf = if bdev {
-            opf | crate::block::blk_wbt::REQ_META
-        } else {
-            opf
-        };
+    /// One round of `ext4_do_writepages` (`mpage_map_and_submit_extent`):
+    /// map `[start, start + n)` to disk blocks, allocating as needed, and
+    /// submit bios for the physically contiguous pieces
+    /// (`io_submit_add_bh` keeps adding to one bio while the next block
+    /// follows the last), all of one io_end. Returns true if the submitter
+    /// must sleep for a tag.
+    pub fn ext4_writepages(&mut self, pid: Pid, ino: InodeId, start: u64, n: u64, opf: u8) -> bool {
+        let seg_sectors = self.folio_seg_sectors(ino);
         // dioread_nolock: the round's io_end and reserved handle
-        let io_end = (!bdev).then(|| self.ext4_init_io_end(ino)).flatten();
-        let mut must_wait = false;
-        let end = start + n;
-        // the bio being built: its first page, sector and pages
-        let mut cur: Option<(u64, u64, u64)> = None;
-        let mut p = start;
-        while p < end {
-            let (sector, run) = self.ext4_map_blocks(ino, p, end - p);
-            match &mut cur {
-                Some((_, s0, k)) if *s0 + *k * spp == sector => *k += run,
-                _ => {
-                    if let Some(b) = cur.take() {
-                        must_wait |= self.ext4_submit_bio(pid, ino, b, seg_sectors, opf, io_end);
-                    }
-                    cur = Some((p, sector, run));
-                }
-            }
-            p += run;
-        }
-        if let Some(b) = cur {
-            must_wait |= self.ext4_submit_bio(pid, ino, b, seg_sectors, opf, io_end);
-        }
+        let io_end = self.ext4_init_io_end(ino);
+        let must_wait =
+            self.writepages_contiguous(ino, start, n, Kernel::ext4_map_blocks, |k, b| {
+                k.ext4_io_submit(pid, ino, b, seg_sectors, opf, io_end)
+            });
         // ext4_put_io_end_defer: the submitter's reference
         if let Some(io) = io_end {
-            self.ext4_put_io_end(io);
+            self.ext4_put_io_end(ino, io);
         }
         must_wait
     }
@@ -146,69 +117,56 @@ impl Kernel {
             count: 1,
             pages: 0,
         };
+        let e = self.sbs[self.inodes[ino].sb as usize].ext4_mut();
         Some(crate::sim::slot_insert(
-            &mut self.io_ends,
-            &mut self.free_io_ends,
+            &mut e.io_ends,
+            &mut e.free_io_ends,
             io,
         ))
     }
 
-    /// `ext4_end_bio` for a bio of an io_end: its pages wait for the
-    /// io_end's conversion.
-    pub fn ext4_io_end_bio_done(&mut self, id: IoEndId, pages: u64) {
-        self.io_ends[id].as_mut().expect("io_end").pages += pages;
-        self.ext4_put_io_end(id);
+    /// `ext4_end_bio` for a bio of `ino`'s io_end `id`: its pages wait for
+    /// the io_end's conversion.
+    pub fn ext4_end_bio(&mut self, ino: InodeId, id: IoEndId, pages: u64) {
+        let e = self.sbs[self.inodes[ino].sb as usize].ext4_mut();
+        e.io_ends[id].as_mut().expect("io_end").pages += pages;
+        self.ext4_put_io_end(ino, id);
     }
 
     /// `ext4_put_io_end_defer`: drop a reference; the last one converts the
     /// round's extents with its reserved handle and ends writeback for the
     /// pages of all its bios.
-    fn ext4_put_io_end(&mut self, id: IoEndId) {
-        let io = self.io_ends[id].as_mut().expect("io_end");
+    fn ext4_put_io_end(&mut self, ino: InodeId, id: IoEndId) {
+        let e = self.sbs[self.inodes[ino].sb as usize].ext4_mut();
+        let io = e.io_ends[id].as_mut().expect("io_end");
         io.count -= 1;
         if io.count > 0 {
             return;
         }
-        let io = self.io_ends[id].take().expect("io_end");
-        self.free_io_ends.push(id);
-        self.ext4_end_io_conversion(io.ino, u64::from(io.rsv));
+        let io = e.io_ends[id].take().expect("io_end");
+        e.free_io_ends.push(id);
+        self.ext4_end_io_rsv_work(io.ino, u64::from(io.rsv));
         if io.pages > 0 {
             self.end_writeback_range(io.ino, io.pages);
         }
     }
 
     /// `ext4_io_submit`: submit the bio of `pages` pages of `ino` from page
-    /// `first`, at `sector`.
-    fn ext4_submit_bio(
+    /// `first`, at `sector`, taking a reference on its io_end.
+    fn ext4_io_submit(
         &mut self,
         pid: Pid,
         ino: InodeId,
-        (first, sector, pages): (u64, u64, u64),
+        bio: (u64, u64, u64),
         seg_sectors: u64,
         opf: u8,
         io_end: Option<IoEndId>,
     ) -> bool {
-        let spp = self.page_size() / 512;
         if let Some(io) = io_end {
-            self.io_ends[io].as_mut().expect("io_end").count += 1;
+            let e = self.sbs[self.inodes[ino].sb as usize].ext4_mut();
+            e.io_ends[io].as_mut().expect("io_end").count += 1;
         }
-        let bio = Bio {
-            dev: self.sbs[self.inodes[ino].sb as usize].dev,
-            sector,
-            nr_sectors: pages * spp,
-            ino,
-            page_start: first,
-            npages: pages,
-            submitter: pid,
-            submit_time: self.now(),
-            seg_sectors,
-            parent: None,
-            remaining: 0,
-            opf,
-            owner: crate::block::BioOwner::Page,
-            io_end,
-        };
-        self.submit_bio(bio)
+        self.submit_page_bio(pid, ino, bio, seg_sectors, opf, io_end)
     }
 
     /// `ext4_map_blocks`: the sector of page `p` and how many following pages
@@ -216,26 +174,15 @@ impl Kernel {
     fn ext4_map_blocks(&mut self, ino: InodeId, p: u64, max: u64) -> (u64, u64) {
         let spp = self.page_size() / 512;
         let inode = &self.inodes[ino];
-        if inode.bdev {
-            return (p * spp, max);
+        if let Some(mapped) = inode.extent_lookup(p, max, spp) {
+            return mapped;
         }
-        for &(ps, len, sec) in inode.extents.as_slice().iter().rev() {
-            if p >= ps && p < ps + len {
-                return (sec + (p - ps) * spp, (ps + len - p).min(max));
-            }
-        }
-        // allocate, then extend the last extent if the blocks continue it
         let (sb, ag) = (inode.sb as usize, inode.ag as usize);
         let span = inode.nr_pages_span.max(p + max);
-        let (cursor, got) = self.mb_new_blocks(sb, ag, ino, span, p, max);
-        let inode = &mut self.inodes[ino];
-        match inode.extents.last_mut() {
-            Some((ps, len, sec)) if *ps + *len == p && *sec + *len * spp == cursor => *len += got,
-            _ => inode.extents.push((p, got, cursor)),
-        }
+        let (sector, got) = self.ext4_mb_new_blocks(sb, ag, ino, span, p, max);
+        self.inodes[ino].extent_add(p, got, sector, spp);
         self.ext4_alloc_meta(ino);
-        self.xfs_alloc_meta(ino);
-        (cursor, got)
+        (sector, got)
     }
 
     /// `ext4_mb_new_blocks`: blocks for the `n` pages from page `p` of a
@@ -246,22 +193,16 @@ impl Kernel {
     /// preallocation: small files written one after another are adjacent).
     /// A larger file allocates from a preallocation of its own
     /// (`ext4_mb_use_inode_pa`), which covers a window of the file's logical
-    /// blocks: `ext4_mb_normalize_request` sizes it by the file's size (a
-    /// power of two up to 1 MiB from offset 0; then 2, 4 and past 8 MiB
-    /// 8 MiB, aligned to that size in the file) and trims it to start at the
-    /// request (the blocks to its left are allocated). A request that runs
-    /// past the window's end gets the blocks up to it, so a writeback round
-    /// crossing an 8 MiB boundary of the file ends one bio there and starts
-    /// another wherever the next preallocation lands. So growing files
-    /// written side by side (many dd) keep to their own regions and their
-    /// bios do not merge with each other's, as on the rig (1000 dd at
-    /// bs=4k: 236 KiB requests), and 10 dd's bios are cut where their
-    /// files cross 8 MiB boundaries, as the rig's are (docs/validation.md).
-    ///
-    /// XFS keeps the simpler rule: a preallocation of the file's size
-    /// rounded up to a power of two (16 pages to 8 MiB) at the request,
-    /// replaced when a request does not fit.
-    fn mb_new_blocks(
+    /// blocks, sized by the file's size (`ext4_normalize_window`) and
+    /// trimmed to start at the request (the blocks to its left are
+    /// allocated). A request that runs past the window's end gets the
+    /// blocks up to it, so a writeback round crossing an 8 MiB boundary of
+    /// the file ends one bio there and starts another wherever the next
+    /// preallocation lands (the module doc has the rig's figures). So
+    /// growing files written side by side (many dd) keep to their own
+    /// regions and their bios do not merge with each other's, as on the rig
+    /// (1000 dd at bs=4k: 236 KiB requests).
+    fn ext4_mb_new_blocks(
         &mut self,
         sb: usize,
         ag: usize,
@@ -278,30 +219,7 @@ impl Kernel {
             s.ag_cursor[ag] += n * spp;
             return (at, n);
         }
-        if s.kind == crate::scenario::FsKind::Xfs {
-            if let Some(pa) = s.inode_pa.get_mut(&ino) {
-                if pa.lstart + n <= pa.lend {
-                    let at = pa.sector;
-                    pa.lstart += n;
-                    pa.sector += n * spp;
-                    return (at, n);
-                }
-            }
-            let size = span
-                .next_power_of_two()
-                .clamp(MB_STREAM_PAGES, MB_MAX_PA_PAGES)
-                .max(n);
-            let at = s.ag_cursor[ag];
-            s.ag_cursor[ag] += size * spp;
-            let pa = InodePa {
-                lstart: p + n,
-                lend: p + size,
-                sector: at + n * spp,
-            };
-            s.inode_pa.insert(ino, pa);
-            return (at, n);
-        }
-        if let Some(pa) = s.inode_pa.get(&ino) {
+        if let Some(pa) = s.ext4().inode_pa.get(&ino) {
             if pa.lstart <= p && p < pa.lend {
                 return (pa.sector + (p - pa.lstart) * spp, n.min(pa.lend - p));
             }
@@ -311,7 +229,7 @@ impl Kernel {
         let lend = start + window;
         let at = s.ag_cursor[ag];
         s.ag_cursor[ag] += (lend - lstart) * spp;
-        s.inode_pa.insert(
+        s.ext4_mut().inode_pa.insert(
             ino,
             InodePa {
                 lstart,
@@ -446,7 +364,7 @@ mod tests {
         (k, a, b)
     }
 
-    /// `ext4_submit_pages` makes one bio of physically contiguous pieces and
+    /// `ext4_writepages` makes one bio of physically contiguous pieces and
     /// starts a new one where the blocks jump: one file alone gets one bio
     /// across a window boundary, two files allocating in turn get two.
     #[test]
@@ -454,7 +372,7 @@ mod tests {
         let (mut k, a, b) = two_growing_files();
         let write = |k: &mut Kernel, ino, start, n| {
             k.start_writeback_range(ino, n);
-            k.ext4_submit_pages(0, ino, start, n, 0);
+            k.ext4_writepages(0, ino, start, n, 0);
             k.devs[0].stat.bios_submitted
         };
         assert_eq!(write(&mut k, a, 0, 1000), 1);
@@ -476,24 +394,38 @@ mod tests {
     fn a_round_is_one_io_end_whose_pages_end_writeback_together() {
         let (mut k, a, b) = two_growing_files();
         let sb = k.inodes[a].sb as usize;
-        let reserved = |k: &Kernel| k.sbs[sb].ext4.as_ref().unwrap().journal.reserved;
-        let rsv = k.sbs[sb].ext4.as_ref().unwrap().journal.rsv_per_handle;
+        fn meta(k: &Kernel, sb: usize) -> &crate::fs::ext4_meta::Ext4Meta {
+            k.sbs[sb].ext4().meta.as_deref().unwrap()
+        }
+        let reserved = |k: &Kernel| meta(k, sb).journal.reserved;
+        let rsv = meta(&k, sb).rsv_blocks;
         assert!(rsv > 0, "the io-less policy models dioread_nolock");
         // a's first pages, then b's, then a round of a across the end of
         // its first window: the next window was allocated after b's
         for (ino, start, n) in [(a, 0, 1000), (b, 0, 100)] {
             k.start_writeback_range(ino, n);
-            k.ext4_submit_pages(0, ino, start, n, 0);
+            k.ext4_writepages(0, ino, start, n, 0);
         }
         let before = k.devs[0].stat.bios_submitted;
-        let (in_flight, r0) = (k.io_ends.iter().flatten().count(), reserved(&k));
+        let (in_flight, r0) = (
+            k.sbs[sb].ext4().io_ends.iter().flatten().count(),
+            reserved(&k),
+        );
         k.start_writeback_range(a, 2048);
-        k.ext4_submit_pages(0, a, 1000, 2048, 0);
+        k.ext4_writepages(0, a, 1000, 2048, 0);
         assert_eq!(k.devs[0].stat.bios_submitted - before, 2, "two bios");
         assert_eq!(reserved(&k), r0 + rsv, "one reservation per round");
-        assert_eq!(k.io_ends.iter().flatten().count(), in_flight + 1);
-        let id = k.io_ends.iter().rposition(|io| io.is_some()).unwrap();
-        let io = k.io_ends[id].as_ref().unwrap();
+        assert_eq!(
+            k.sbs[sb].ext4().io_ends.iter().flatten().count(),
+            in_flight + 1
+        );
+        let id = k.sbs[sb]
+            .ext4()
+            .io_ends
+            .iter()
+            .rposition(|io| io.is_some())
+            .unwrap();
+        let io = k.sbs[sb].ext4().io_ends[id].as_ref().unwrap();
         assert_eq!(
             (io.ino, io.count, io.pages),
             (a, 2, 0),
@@ -501,13 +433,13 @@ mod tests {
         );
         // the first bio completes: its pages wait for the other
         let wb_pages = k.inodes[a].nr_writeback;
-        k.ext4_io_end_bio_done(id, 1048);
+        k.ext4_end_bio(a, id, 1048);
         assert_eq!(k.inodes[a].nr_writeback, wb_pages);
         assert_eq!(reserved(&k), r0 + rsv);
         // the last one: conversion, credits back, all 2048 pages done
-        k.ext4_io_end_bio_done(id, 1000);
+        k.ext4_end_bio(a, id, 1000);
         assert_eq!(k.inodes[a].nr_writeback, wb_pages - 2048);
         assert_eq!(reserved(&k), r0);
-        assert!(k.io_ends[id].is_none());
+        assert!(k.sbs[sb].ext4().io_ends[id].is_none());
     }
 }

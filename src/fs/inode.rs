@@ -11,7 +11,8 @@
 use super::Inode;
 use crate::kernel::InodeId;
 
-/// Inodes per chunk of the table.
+/// Inodes per chunk of the table: 4096 (wbsim's memory layout, 512 KiB
+/// a chunk; not a kernel constant).
 const CHUNK_SHIFT: u32 = 12;
 const CHUNK: usize = 1 << CHUNK_SHIFT;
 
@@ -24,7 +25,7 @@ pub struct InodeTable {
     evicted: Vec<usize>,
     /// Chunks before this one are released.
     first_chunk: usize,
-    /// One past the last id handed out.
+    /// The id the next inode gets.
     end: InodeId,
     /// Released chunks' memory, for new chunks.
     spare: Vec<Vec<Inode>>,

@@ -1,14 +1,35 @@
-//! Filesystems, inodes and the flusher. `fs_writeback` is the flusher
-//! (fs/fs-writeback.c); `ext4` is the filesystem model (block allocation and
-//! ->writepages); this file holds the VFS-level inode and superblock.
+//! Filesystems, inodes and the flusher: the VFS-level inode and superblock,
+//! and the filesystem ops. A superblock holds its filesystem as a value
+//! (`FsType`); every `match` on it is in this file, each arm calling into
+//! that filesystem's own files:
+//!
+//! - ext4: `ext4` (->writepages, block mapping, mballoc, io_end),
+//!   `ext4_meta` (its metadata: layout, what a create and an allocation
+//!   log, reserved credits) and `jbd2` (the journal);
+//! - XFS: `xfs` (->writepages, block mapping, allocation), `xfs_meta` (inode
+//!   chunks and directories) and `xfs_log` (delayed logging, the log, the
+//!   AIL).
+//!
+//! `fs_writeback` is the flusher (fs/fs-writeback.c); `writepages` is
+//! `do_writepages` with the walk over an inode's dirty pages, and the block
+//! device's own ->writepages; `inode` is the inode cache.
+//!
+//! Units: sectors are 512 bytes (`SECTOR_SIZE`) and filesystem blocks
+//! 4 KiB (mke2fs's and mkfs.xfs's default block size), so `/ 8` and `* 8`
+//! turn sectors into blocks and back.
 
 pub mod ext4;
+pub mod ext4_meta;
 pub mod fs_writeback;
 pub mod inode;
 pub mod jbd2;
+pub mod writepages;
+pub mod xfs;
 pub mod xfs_log;
+pub mod xfs_meta;
 
-use crate::kernel::{InodeId, Kernel, WbId};
+use crate::block::{Bio, BioOwner};
+use crate::kernel::{InodeId, Kernel, Pid, WbId};
 use crate::mm::filemap::RangeSet;
 
 pub const I_DIRTY_PAGES: u32 = 1 << 2;
@@ -65,16 +86,41 @@ impl Inode {
     pub fn pages_past_span(&self, index: u64, n: u64) -> u64 {
         (index + n).saturating_sub(self.nr_pages_span.max(index))
     }
+
+    /// The sector of page `p` if it has blocks, and how many pages from it
+    /// (at most `max`) its extent maps contiguously (`spp` sectors a page).
+    pub fn extent_lookup(&self, p: u64, max: u64, spp: u64) -> Option<(u64, u64)> {
+        self.extents
+            .as_slice()
+            .iter()
+            .rev()
+            .find(|&&(ps, len, _)| p >= ps && p < ps + len)
+            .map(|&(ps, len, sec)| (sec + (p - ps) * spp, (ps + len - p).min(max)))
+    }
+
+    /// `got` pages from page `p` got blocks from `sector` on: the last
+    /// extent grows if they continue it, or they make a new one.
+    pub fn extent_add(&mut self, p: u64, got: u64, sector: u64, spp: u64) {
+        match self.extents.last_mut() {
+            Some((ps, len, sec)) if *ps + *len == p && *sec + *len * spp == sector => *len += got,
+            _ => self.extents.push((p, got, sector)),
+        }
+    }
 }
 
 const _: () = assert!(std::mem::size_of::<Inode>() <= 128);
 
+/// The filesystem on a superblock: its kind is the variant, and its state
+/// (allocation, and with `filesystems.NAME.metadata` its metadata and
+/// journal or log) is the value.
+pub enum FsType {
+    Ext4(Box<ext4::Ext4Sb>),
+    Xfs(Box<xfs::XfsSb>),
+}
+
 pub struct SuperBlock {
-    pub name: String,
     pub dev: usize,
     pub wb: WbId,
-    /// `s_dev` (major, minor).
-    pub s_dev: (u32, u32),
     /// Largest folio a buffered write creates, in pages.
     pub max_folio_pages: u64,
     /// Next free sector of each allocation group (bump allocators).
@@ -83,18 +129,13 @@ pub struct SuperBlock {
     pub ag_sectors: u64,
     /// First data sector of each group (after its metadata).
     pub ag_data_start: Vec<u64>,
-    /// Per-inode preallocations of files past mballoc's stream threshold.
-    pub inode_pa: std::collections::BTreeMap<InodeId, InodePa>,
-    /// ext4 or XFS (which allocation rules apply).
-    pub kind: crate::scenario::FsKind,
     pub next_ino: u64,
-    /// ext4's and XFS's metadata models (`filesystems.NAME.metadata`).
-    pub ext4: Option<Box<crate::fs::jbd2::Ext4Meta>>,
-    pub xfs: Option<Box<crate::fs::xfs_log::XfsMeta>>,
+    pub fs: FsType,
 }
 
-/// An inode's preallocation (`struct ext4_prealloc_space`): the logical
-/// pages `[lstart, lend)` are reserved at the sectors from `sector` on.
+/// A file's preallocated blocks: the logical pages `[lstart, lend)` are
+/// reserved at the sectors from `sector` on (ext4's `struct
+/// ext4_prealloc_space`; XFS's preallocation past the end of the file).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct InodePa {
     pub lstart: u64,
@@ -111,6 +152,27 @@ impl SuperBlock {
             .map(|(i, c)| c - self.ag_data_start[i])
             .sum()
     }
+
+    /// ext4's state, for ext4's own code (reached through the ops below).
+    pub fn ext4(&self) -> &ext4::Ext4Sb {
+        match &self.fs {
+            FsType::Ext4(e) => e,
+            FsType::Xfs(_) => panic!("ext4 code on an XFS superblock"),
+        }
+    }
+    pub fn ext4_mut(&mut self) -> &mut ext4::Ext4Sb {
+        match &mut self.fs {
+            FsType::Ext4(e) => e,
+            FsType::Xfs(_) => panic!("ext4 code on an XFS superblock"),
+        }
+    }
+    /// XFS's state, for XFS's own code.
+    pub fn xfs_mut(&mut self) -> &mut xfs::XfsSb {
+        match &mut self.fs {
+            FsType::Xfs(x) => x,
+            FsType::Ext4(_) => panic!("XFS code on an ext4 superblock"),
+        }
+    }
 }
 
 impl Kernel {
@@ -119,41 +181,35 @@ impl Kernel {
     pub fn fs_init(&mut self) {
         let ps = self.page_size();
         for (i, f) in self.sc.filesystems.clone().iter().enumerate() {
-            let (major, minor) = (
-                self.sc.devices[f.device].major,
-                self.sc.devices[f.device].minor,
-            );
             let bdi = self.bdi_of_dev(f.device);
             let wb_id = self.bdis[bdi].wbs[0];
             let comm = format!("kworker/u{}:{}", 2 * self.sc.machine.cpus, i + 1);
-            let flusher = self.new_task(comm, crate::kernel::Body::Flusher(Box::default()), None);
+            let body =
+                crate::kernel::Body::Flusher(Box::new(fs_writeback::FlusherState::new(wb_id)));
+            let flusher = self.new_task(comm, body, None);
             self.wbs[wb_id].flusher = flusher;
+            let ag_sectors = self.sc.devices[f.device].size / 512 / f.agcount as u64;
+            // each group's first 1 MiB (2048 sectors) is left to its headers
             let ag_cursor: Vec<u64> = (0..f.agcount as u64)
-                .map(|a| a * (self.sc.devices[f.device].size / 512 / f.agcount as u64) + 2048)
+                .map(|a| a * ag_sectors + 2048)
                 .collect();
+            let fs = match f.kind {
+                crate::scenario::FsKind::Ext4 => FsType::Ext4(Box::default()),
+                crate::scenario::FsKind::Xfs => FsType::Xfs(Box::default()),
+            };
             self.sbs.push(SuperBlock {
-                name: f.name.clone(),
                 dev: f.device,
                 wb: wb_id,
-                s_dev: (major, minor),
                 max_folio_pages: (f.max_folio / ps).max(1),
                 ag_data_start: ag_cursor.clone(),
-                inode_pa: Default::default(),
-                kind: f.kind,
                 ag_cursor,
-                ag_sectors: self.sc.devices[f.device].size / 512 / f.agcount as u64,
+                ag_sectors,
+                // ext4's EXT4_GOOD_OLD_FIRST_INO (11) is lost+found
                 next_ino: 12,
-                ext4: None,
-                xfs: None,
+                fs,
             });
-            if f.metadata && f.kind == crate::scenario::FsKind::Xfs {
-                let sb = self.sbs.len() - 1;
-                self.xfs_mkfs_meta(sb);
-            } else if f.metadata {
-                let sb = self.sbs.len() - 1;
-                let start = self.ext4_mkfs_meta(sb, f.journal_size, f.commit_interval);
-                self.sbs[sb].ag_cursor = start.clone();
-                self.sbs[sb].ag_data_start = start;
+            if f.metadata {
+                self.fs_mkfs_meta(self.sbs.len() - 1, f);
             }
         }
     }
@@ -167,19 +223,99 @@ impl Kernel {
     /// (`vfs_create` → the filesystem's create, with its metadata).
     pub fn create_inode_in(&mut self, sb: usize, ag: u32) -> InodeId {
         let ino = self.new_inode(sb, ag);
-        self.ext4_create_meta(ino);
-        self.xfs_create_meta(ino);
+        self.fs_create_meta(ino);
         ino
+    }
+
+    // The filesystem ops. Each filesystem's file holds the same ops under
+    // its own names, which these dispatch to:
+    //
+    //   op                          ext4                    XFS
+    //   mkfs + mount (metadata)     ext4_mkfs_meta          xfs_mkfs_meta
+    //   create's metadata           ext4_create_meta        xfs_create_meta
+    //   transaction start           ext4_journal_start      xfs_trans_reserve
+    //   ->writepages (a run)        ext4_writepages         xfs_writepages
+    //   block mapping               ext4_map_blocks         xfs_map_blocks
+    //   block allocation            ext4_mb_new_blocks      xfs_alloc_blocks
+    //   allocation's metadata       ext4_alloc_meta         xfs_alloc_meta
+    //   bio completion              ext4_end_bio,           xfs_log_bio_done,
+    //                               jbd2_bio_done           xfs_ail_bio_done
+    //
+    // Mapping, allocation and the allocation's metadata are called by the
+    // filesystem's own ->writepages. The block device's inode (ext4's
+    // metadata buffers) has the block device's ->writepages instead
+    // (`blkdev_writepages`, in `writepages`).
+
+    /// mkfs and mount with the metadata model: lay out the metadata, start
+    /// the journal or log and its tasks.
+    fn fs_mkfs_meta(&mut self, sb: usize, f: &crate::scenario::Filesystem) {
+        match self.sbs[sb].fs {
+            FsType::Ext4(_) => self.ext4_mkfs_meta(sb, f.journal_size, f.commit_interval),
+            FsType::Xfs(_) => self.xfs_mkfs_meta(sb),
+        }
+    }
+
+    /// The metadata a create changes (the inode, its directory entry).
+    fn fs_create_meta(&mut self, ino: InodeId) {
+        match self.sbs[self.inodes[ino].sb as usize].fs {
+            FsType::Ext4(_) => self.ext4_create_meta(ino),
+            FsType::Xfs(_) => self.xfs_create_meta(ino),
+        }
     }
 
     /// A filesystem transaction starts (a create, or ->writepages with its
     /// allocation): ext4's journal handle (`reserve`: writeback's reserved
     /// credits), or XFS's log reservation. False if `pid` must wait.
-    pub fn fs_trans_start(&mut self, sb: usize, pid: crate::kernel::Pid, reserve: bool) -> bool {
-        if self.sbs[sb].xfs.is_some() {
-            return self.xfs_trans_reserve(sb, pid);
+    pub fn fs_trans_start(&mut self, sb: usize, pid: Pid, reserve: bool) -> bool {
+        match self.sbs[sb].fs {
+            FsType::Ext4(_) => self.ext4_journal_start(sb, pid, reserve),
+            FsType::Xfs(_) => self.xfs_trans_reserve(sb, pid),
         }
-        self.jbd2_handle_start(sb, pid, reserve).is_some()
+    }
+
+    /// ->writepages of `ino` starts its transaction (the block device's
+    /// inode has none). False if `pid` must wait.
+    pub fn fs_writepages_trans_start(&mut self, pid: Pid, ino: InodeId) -> bool {
+        let inode = &self.inodes[ino];
+        inode.bdev || self.fs_trans_start(inode.sb as usize, pid, true)
+    }
+
+    /// The most pages one round of ->writepages of `ino` takes (the block
+    /// device's inode: as its filesystem's).
+    pub fn fs_writepages_max_pages(&self, ino: InodeId) -> u64 {
+        match self.sbs[self.inodes[ino].sb as usize].fs {
+            FsType::Ext4(_) => ext4::EXT4_MAX_BIO_PAGES,
+            FsType::Xfs(_) => xfs::XFS_WRITEPAGES_MAX_PAGES,
+        }
+    }
+
+    /// One round of ->writepages: map `[start, start + n)` of `ino`, whose
+    /// pages are under writeback, and submit its bios with `opf`. True if
+    /// `pid` must sleep for a tag.
+    pub fn fs_writepages(&mut self, pid: Pid, ino: InodeId, start: u64, n: u64, opf: u8) -> bool {
+        let inode = &self.inodes[ino];
+        if inode.bdev {
+            return self.blkdev_writepages(pid, ino, start, n, opf);
+        }
+        match self.sbs[inode.sb as usize].fs {
+            FsType::Ext4(_) => self.ext4_writepages(pid, ino, start, n, opf),
+            FsType::Xfs(_) => self.xfs_writepages(pid, ino, start, n, opf),
+        }
+    }
+
+    /// A bio completed (`bio->bi_end_io`): page-cache pages end writeback
+    /// (ext4's under dioread_nolock with their io_end's), or the journal or
+    /// log that wrote it hears of it.
+    pub fn fs_bio_endio(&mut self, b: &Bio) {
+        match b.owner {
+            BioOwner::Page => match b.io_end {
+                Some(io) => self.ext4_end_bio(b.ino, io, b.npages),
+                None => self.end_writeback_range(b.ino, b.npages),
+            },
+            BioOwner::Jbd2(sb) => self.jbd2_bio_done(sb as usize),
+            BioOwner::XfsLog(sb) => self.xfs_log_bio_done(sb as usize),
+            BioOwner::XfsAil(sb) => self.xfs_ail_bio_done(sb as usize),
+        }
     }
 
     /// `new_inode`: the VFS inode alone.
@@ -244,9 +380,8 @@ impl Kernel {
     #[inline(never)]
     fn mark_inode_first_dirty_pages(&mut self, ino: InodeId) {
         let inode = &mut self.inodes[ino];
-        let was_dirty = inode.i_state & I_DIRTY_PAGES != 0;
         inode.i_state |= I_DIRTY_PAGES;
-        if was_dirty || inode.i_state & (I_SYNC_QUEUED | I_SYNC) != 0 {
+        if inode.i_state & (I_SYNC_QUEUED | I_SYNC) != 0 {
             // being written: requeue_inode will place it
             return;
         }

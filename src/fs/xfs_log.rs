@@ -1,15 +1,8 @@
-//! XFS's metadata IO: delayed logging (fs/xfs/xfs_log_cil.c), the log
-//! buffers (xfs_log.c) and the AIL's in-place writeback by xfsaild
-//! (xfs_trans_ail.c, xfs_buf.c `xfs_buf_delwri_submit`).
-//!
-//! Metadata objects, as the host rig's 6.18 kernel showed them
-//! (docs/validation.md; mkfs.xfs defaults: 512-byte
-//! inodes, 32 KiB inode chunks of 64 inodes written as 16 KiB clusters,
-//! 4 KiB directory blocks, logbsize 32k):
-//! - a create allocates its inode from the AG's current chunk (a new chunk
-//!   is allocated next to the AG's data every 64 creates) and adds an entry
-//!   to its directory's last data block (a new block when it is full);
-//! - a delalloc allocation at writeback relogs the inode.
+//! XFS's log: delayed logging (fs/xfs/xfs_log_cil.c), the log buffers
+//! (xfs_log.c), log space (xfs_log.c `xlog_grant_head_check`) and the
+//! AIL's in-place writeback by xfsaild (xfs_trans_ail.c, xfs_buf.c
+//! `xfs_buf_delwri_submit`). `xfs_meta` says which inodes and directory
+//! blocks an operation changes; this file logs them.
 //!
 //! What is logged, in bytes (delayed logging keeps one copy of an item per
 //! checkpoint, however often it is relogged): an inode item
@@ -33,26 +26,29 @@
 //! btree and free-space btree block writes, the AG headers' in-place writes.
 
 use crate::block::BioOwner;
+use crate::fs::xfs_meta::XFS_CLUSTER_BLOCKS;
 use crate::kernel::{Ev, InodeId, Kernel, Pid};
 use crate::mm::filemap::RangeSet;
 use crate::sim::{Ns, NSEC_PER_SEC};
 
-/// Bytes an inode item adds to a checkpoint.
+/// Bytes an inode item adds to a checkpoint: wbsim's count of the v3 log
+/// dinode (`struct xfs_log_dinode`) with its `xfs_inode_log_format` and
+/// op headers.
 pub const XFS_LOG_INODE_BYTES: u64 = 304;
 /// `XFS_BLF_CHUNK`: buffers are logged in 128-byte chunks.
 pub const XFS_BLF_CHUNK: u64 = 128;
-/// Directory entries per 128-byte chunk (~40-byte entries).
+/// Directory entries per 128-byte chunk: fs_mark's names make ~40-byte
+/// entries (wbsim's estimate).
 pub const DIR_ENTRIES_PER_CHUNK: u64 = 3;
-/// Entries per 4 KiB directory data block (XFS fills a block before the
-/// next; the rig wrote each directory block exactly once).
-pub const XFS_DIR_ENTRIES_PER_BLOCK: u64 = 80;
-/// Inodes per chunk and per cluster buffer (512-byte inodes).
-pub const INODES_PER_CHUNK: u64 = 64;
-pub const INODES_PER_CLUSTER: u64 = 32;
-/// AGI + AGF + inode/free-space btree chunks logged per AG per checkpoint.
+/// AGI + AGF + inode/free-space btree chunks logged per AG per checkpoint
+/// (wbsim's estimate: six `XFS_BLF_CHUNK`s).
 pub const AG_HEADER_BYTES: u64 = 6 * XFS_BLF_CHUNK;
 /// The log worker's period (`xfs_syncd_centisecs` = 3000).
 pub const XFS_LOG_WORKER: Ns = 30 * NSEC_PER_SEC;
+/// The log buffer size (`logbsize`'s default, `XLOG_BIG_RECORD_BSIZE`).
+pub const XFS_LOGBSIZE: u64 = 32 << 10;
+/// Checkpoint tags wrap after 255 (`Inode::cil_tag` is a byte; 0 is none).
+const CIL_TAGS: u8 = 255;
 
 /// mkfs.xfs's default internal log: 64 MiB up to 2 GiB, about 1/2048 of
 /// the filesystem.
@@ -60,8 +56,10 @@ pub fn default_log_blocks(fs_blocks: u64) -> u64 {
     (fs_blocks / 2048).clamp(16384, 524288)
 }
 
+/// The log (`struct xlog`) with its CIL (`struct xfs_cil`) and AIL
+/// (`struct xfs_ail`).
 #[derive(Debug)]
-pub struct XfsMeta {
+pub struct XfsLog {
     /// The CIL push worker and xfsaild.
     pub cil_task: Pid,
     pub ail_task: Pid,
@@ -93,65 +91,68 @@ pub struct XfsMeta {
     /// left, bytes of log it frees).
     pub ail: Vec<RangeSet>,
     pub ail_push: Option<(u32, u64)>,
-    /// Per AG: the current inode chunk's first block and inodes used; the
-    /// directory's current data block and its entries.
-    pub chunk: Vec<(u64, u64)>,
-    pub dir: Vec<(u64, u64)>,
     /// Tasks waiting for log space.
     pub waiters: Vec<Pid>,
 }
 
+impl XfsLog {
+    /// `XLOG_CIL_SPACE_LIMIT`: the CIL is pushed at an eighth of the log.
+    fn cil_full(&self) -> bool {
+        self.cil_bytes >= self.log_blocks * 4096 / 8
+    }
+}
+
 impl Kernel {
-    /// mkfs + mount: the internal log in the middle AG, the CIL worker,
+    /// `xfs_log_mount`: the log of `log_blocks` blocks from block
+    /// `log_start` on superblock `sb` of `agcount` groups, the CIL worker,
     /// xfsaild and the log worker's timer.
-    pub fn xfs_mkfs_meta(&mut self, sb: usize) {
-        let s = &self.sbs[sb];
-        let agcount = s.ag_cursor.len() as u64;
-        let ag_blocks = s.ag_sectors / 8;
-        let log_blocks = default_log_blocks(agcount * ag_blocks);
-        let mid = (agcount / 2) as usize;
-        let log_start = s.ag_cursor[mid] / 8;
-        let dev = self.sc.devices[s.dev].name.clone();
-        self.sbs[sb].ag_cursor[mid] += log_blocks * 8;
-        self.sbs[sb].ag_data_start[mid] += log_blocks * 8;
+    pub fn xfs_log_mount(
+        &mut self,
+        sb: usize,
+        log_start: u64,
+        log_blocks: u64,
+        agcount: usize,
+    ) -> XfsLog {
+        let dev = self.sc.devices[self.sbs[sb].dev].name.clone();
         let cil_task = self.new_task(
             format!("kworker/u{}:x", 2 * self.sc.machine.cpus),
             crate::kernel::Body::Kworker,
             None,
         );
         let ail_task = self.new_task(format!("xfsaild/{dev}"), crate::kernel::Body::Kworker, None);
-        self.sbs[sb].xfs = Some(Box::new(XfsMeta {
+        let at = self.now() + XFS_LOG_WORKER;
+        self.q.schedule(at, Ev::XfsLogWorker { sb: sb as u32 });
+        XfsLog {
             cil_task,
             ail_task,
             log_start,
             log_blocks,
             head: 0,
             used: 0,
-            logbsize: 32 << 10,
+            logbsize: XFS_LOGBSIZE,
             cil_bytes: 0,
             cil_tag: 1,
-            cil_last_cluster: vec![[u64::MAX; 2]; agcount as usize],
-            cil_dir: vec![(u64::MAX, u64::MAX); agcount as usize],
-            cil_ags: vec![false; agcount as usize],
-            cil_blocks: vec![RangeSet::default(); agcount as usize],
+            cil_last_cluster: vec![[u64::MAX; 2]; agcount],
+            cil_dir: vec![(u64::MAX, u64::MAX); agcount],
+            cil_ags: vec![false; agcount],
+            cil_blocks: vec![RangeSet::default(); agcount],
             pushing: None,
             push_again: false,
-            ail: vec![RangeSet::default(); agcount as usize],
+            ail: vec![RangeSet::default(); agcount],
             ail_push: None,
-            chunk: vec![(0, INODES_PER_CHUNK); agcount as usize],
-            dir: vec![(0, XFS_DIR_ENTRIES_PER_BLOCK); agcount as usize],
             waiters: Vec::new(),
-        }));
-        let at = self.now() + XFS_LOG_WORKER;
-        self.q.schedule(at, Ev::XfsLogWorker { sb: sb as u32 });
+        }
     }
 
     /// `xfs_trans_reserve` → `xlog_grant_head_check`: a transaction may
-    /// start unless the log is nearly full; then it waits for xfsaild.
+    /// start unless the log is nearly full (15/16 used: wbsim's stand-in
+    /// for a reservation's size); then it waits for xfsaild. Without the
+    /// metadata model there is no log to wait for.
     pub fn xfs_trans_reserve(&mut self, sb: usize, pid: Pid) -> bool {
-        let Some(x) = self.sbs[sb].xfs.as_mut() else {
+        let Some(m) = self.sbs[sb].xfs_mut().meta.as_mut() else {
             return true;
         };
+        let x = &mut m.log;
         if x.used + x.cil_bytes < x.log_blocks * 4096 * 15 / 16 {
             return true;
         }
@@ -164,22 +165,21 @@ impl Kernel {
 
     /// Log an object into the running checkpoint.
     fn xfs_log(&mut self, sb: usize, bytes: u64) {
-        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+        let x = self.sbs[sb].xfs_mut().log();
         x.cil_bytes += bytes;
-        if x.cil_bytes >= x.log_blocks * 4096 / 8 {
+        if x.cil_full() {
             self.xfs_cil_push(sb);
         }
     }
 
-    /// The inode item of `ino` (once per checkpoint), and its cluster
-    /// buffer for the AIL.
-    fn xfs_log_inode(&mut self, ino: InodeId, alloc: bool) {
+    /// `xfs_trans_log_inode`: the inode item of `ino` (once per
+    /// checkpoint), its AG's headers (once per checkpoint), and its cluster
+    /// buffer (from `cluster`) for the AIL. `alloc`: logged by an
+    /// allocation, not a create (each keeps its own last cluster).
+    pub fn xfs_trans_log_inode(&mut self, ino: InodeId, cluster: u64, alloc: bool) {
         let sb = self.inodes[ino].sb as usize;
-        // an XFS inode number is its block (<< 3) and its slot among the
-        // block's 8 inodes; clusters are 4 blocks of an 8-block-aligned chunk
         let ag = self.inodes[ino].ag as usize;
-        let iblock = (self.inodes[ino].ino >> 3) & !3;
-        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+        let x = self.sbs[sb].xfs_mut().log();
         let mut bytes = 0;
         if self.inodes[ino].cil_tag != x.cil_tag {
             self.inodes[ino].cil_tag = x.cil_tag;
@@ -189,49 +189,22 @@ impl Kernel {
             x.cil_ags[ag] = true;
             bytes += AG_HEADER_BYTES;
         }
-        // the 16 KiB cluster buffer holding the inode
         let last = &mut x.cil_last_cluster[ag][usize::from(alloc)];
-        if *last != iblock {
-            *last = iblock;
-            x.cil_blocks[ag].insert(iblock, iblock + 4);
+        if *last != cluster {
+            *last = cluster;
+            x.cil_blocks[ag].insert(cluster, cluster + XFS_CLUSTER_BLOCKS);
         }
         self.xfs_log(sb, bytes);
     }
 
-    /// `xfs_create`: an inode from the AG's chunk (a new 32 KiB chunk next
-    /// to the AG's data when it is used up), the inode item and the
-    /// directory entry's chunk.
-    pub fn xfs_create_meta(&mut self, ino: InodeId) {
-        let (sb, ag) = (self.inodes[ino].sb as usize, self.inodes[ino].ag as usize);
-        if self.sbs[sb].xfs.is_none() {
-            return;
-        }
-        let x = self.sbs[sb].xfs.as_ref().expect("xfs");
-        let (mut chunk, mut used) = x.chunk[ag];
-        if used == INODES_PER_CHUNK {
-            // inode chunks are aligned to their size (sb_inoalignmt)
-            let cursor = self.sbs[sb].ag_cursor[ag].div_ceil(64) * 64;
-            self.sbs[sb].ag_cursor[ag] = cursor + 64;
-            (chunk, used) = (cursor / 8, 0);
-        }
-        self.inodes[ino].ino = ((chunk + used / 8) << 3) | (used % 8);
-        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
-        x.chunk[ag] = (chunk, used + 1);
-        self.xfs_log_inode(ino, false);
-        // the directory: its last data block, a new one when full
-        let x = self.sbs[sb].xfs.as_ref().expect("xfs");
-        let (mut dblock, mut entries) = x.dir[ag];
-        if entries == XFS_DIR_ENTRIES_PER_BLOCK {
-            dblock = self.sbs[sb].ag_cursor[ag] / 8;
-            self.sbs[sb].ag_cursor[ag] += 8;
-            entries = 0;
-        }
-        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
-        x.dir[ag] = (dblock, entries + 1);
-        // the entry's 128-byte chunk and the block header's (bestfree)
+    /// `xfs_trans_log_buf` of a directory data block of AG `ag` whose
+    /// entry `entry` was added: the entry's 128-byte chunk and the block
+    /// header's (bestfree), and the block for the AIL.
+    pub fn xfs_trans_log_dir_entry(&mut self, sb: usize, ag: usize, dblock: u64, entry: u64) {
+        let x = self.sbs[sb].xfs_mut().log();
         let base = dblock * (4096 / XFS_BLF_CHUNK);
         let mut bytes = 0;
-        let chunk = base + 1 + entries / DIR_ENTRIES_PER_CHUNK;
+        let chunk = base + 1 + entry / DIR_ENTRIES_PER_CHUNK;
         let (last_chunk, last_hdr) = &mut x.cil_dir[ag];
         if *last_hdr != base {
             // the block joins this checkpoint (header chunk and AIL item)
@@ -246,17 +219,10 @@ impl Kernel {
         self.xfs_log(sb, bytes);
     }
 
-    /// A delalloc allocation at writeback relogs the inode.
-    pub fn xfs_alloc_meta(&mut self, ino: InodeId) {
-        if self.sbs[self.inodes[ino].sb as usize].xfs.is_some() {
-            self.xfs_log_inode(ino, true);
-        }
-    }
-
     /// `xlog_cil_push_work`: write the checkpoint in log buffers at the log
     /// head, one request each; its items go to the AIL when it is on disk.
     fn xfs_cil_push(&mut self, sb: usize) {
-        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+        let x = self.sbs[sb].xfs_mut().log();
         if x.cil_bytes == 0 {
             return;
         }
@@ -267,7 +233,7 @@ impl Kernel {
         let bytes = std::mem::take(&mut x.cil_bytes);
         // a new checkpoint tag (1..=255; a tag 255 checkpoints old is
         // taken as current, which loses one inode item's bytes)
-        x.cil_tag = x.cil_tag % 255 + 1;
+        x.cil_tag = x.cil_tag % CIL_TAGS + 1;
         x.cil_last_cluster
             .iter_mut()
             .for_each(|c| *c = [u64::MAX; 2]);
@@ -282,7 +248,7 @@ impl Kernel {
         let dev = self.sbs[sb].dev;
         let plugged = self.blk_start_plug(task);
         for _ in 0..nbufs {
-            let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+            let x = self.sbs[sb].xfs_mut().log();
             let at = x.head;
             x.head = (x.head + bsz) % (len - len % bsz);
             use crate::block::blk_wbt::{REQ_META, REQ_NOMERGE, REQ_SYNC};
@@ -296,7 +262,7 @@ impl Kernel {
     /// A log buffer is on disk; the last one puts the checkpoint's items in
     /// the AIL, and a full log starts xfsaild.
     pub fn xfs_log_bio_done(&mut self, sb: usize) {
-        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+        let x = self.sbs[sb].xfs_mut().log();
         let p = x.pushing.as_mut().expect("a push in flight");
         p.1 -= 1;
         if p.1 > 0 {
@@ -308,7 +274,9 @@ impl Kernel {
                 ail.insert(s, e);
             }
         }
-        let again = std::mem::take(&mut x.push_again) || x.cil_bytes >= x.log_blocks * 4096 / 8;
+        let again = std::mem::take(&mut x.push_again) || x.cil_full();
+        // xlog_grant_push_threshold: the AIL is pushed to keep a quarter
+        // of the log free
         if x.used >= x.log_blocks * 4096 * 3 / 4 {
             self.xfs_ail_push(sb);
         }
@@ -321,7 +289,7 @@ impl Kernel {
     /// place, in disk order, under one plug; the log tail moves when they
     /// are written.
     fn xfs_ail_push(&mut self, sb: usize) {
-        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+        let x = self.sbs[sb].xfs_mut().log();
         if x.ail_push.is_some() || x.ail.iter().all(|a| a.is_empty()) {
             return;
         }
@@ -331,7 +299,7 @@ impl Kernel {
         let (task, dev) = (x.ail_task, self.sbs[sb].dev);
         // runs of adjacent blocks in disk order (AGs are disjoint regions)
         let runs: Vec<(u64, u64)> = items.iter().flat_map(|a| a.ranges().to_vec()).collect();
-        self.sbs[sb].xfs.as_mut().expect("xfs").ail_push = Some((runs.len() as u32, frees));
+        self.sbs[sb].xfs_mut().log().ail_push = Some((runs.len() as u32, frees));
         let plugged = self.blk_start_plug(task);
         for (s, e) in runs {
             let (opf, owner) = (crate::block::blk_wbt::REQ_META, BioOwner::XfsAil(sb as u32));
@@ -343,7 +311,7 @@ impl Kernel {
     /// An AIL write is done; the last one moves the tail and wakes the
     /// transactions waiting for log space.
     pub fn xfs_ail_bio_done(&mut self, sb: usize) {
-        let x = self.sbs[sb].xfs.as_mut().expect("xfs");
+        let x = self.sbs[sb].xfs_mut().log();
         let p = x.ail_push.as_mut().expect("an AIL push in flight");
         p.0 -= 1;
         if p.0 > 0 {

@@ -1024,11 +1024,6 @@ impl Kernel {
         self.tasks[pid].body = Some(body);
         action
     }
-
-    /// Is `pid` currently waiting for an explicit wakeup (not a timer)?
-    pub fn is_blocked(&self, pid: Pid) -> bool {
-        self.tasks[pid].state == RunState::Sleeping
-    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,6 @@
 //! ratelimit and the flusher. Each bdi has its root wb (`bdi->wb`); cgroup
 //! writeback adds one wb per memory cgroup that writes to the device.
 
-use crate::fs::fs_writeback::WbWork;
 use crate::kernel::{DevId, InodeId, Kernel, Pid, WbId};
 use crate::klib::flex_proportions::FpropLocal;
 use std::collections::VecDeque;
@@ -86,12 +85,10 @@ pub struct Wb {
     // flusher state bits
     pub writeback_running: bool,
     pub has_dirty_io: bool,
-    pub start_all: bool,
     /// Inode lists: the head is the front, the kernel consumes from the tail (back).
     pub b_dirty: VecDeque<InodeId>,
     pub b_io: VecDeque<InodeId>,
     pub b_more_io: VecDeque<InodeId>,
-    pub work_list: VecDeque<WbWork>,
     /// The flusher kworker that runs this wb's work item.
     pub flusher: Pid,
     /// When the work item is queued to run (None: not queued), and its generation.
@@ -126,11 +123,9 @@ impl Wb {
             last_old_flush: now_j,
             writeback_running: false,
             has_dirty_io: false,
-            start_all: false,
             b_dirty: VecDeque::new(),
             b_io: VecDeque::new(),
             b_more_io: VecDeque::new(),
-            work_list: VecDeque::new(),
             flusher: 0,
             dwork_at: None,
             dwork_gen: 0,

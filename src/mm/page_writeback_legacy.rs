@@ -177,7 +177,7 @@ impl Kernel {
         let hz = self.hz();
         loop {
             if let Some(pass) = c.pass.as_mut() {
-                match self.wb_pass_step(pid, wb, pass) {
+                match self.writeback_sb_inodes(pid, wb, pass) {
                     PassStep::Cpu(ns) => {
                         self.tasks[pid].legacy = Some(c);
                         return ThrottleStep::Cpu(ns);

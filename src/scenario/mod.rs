@@ -226,7 +226,7 @@ pub struct Device {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FsKind {
     Ext4,
-    /// The same model, named for XFS (allocation groups per directory).
+    /// XFS: its own allocation (fs/xfs.rs), metadata and log.
     Xfs,
 }
 
@@ -243,8 +243,9 @@ pub struct Filesystem {
     pub agcount: u32,
     /// Model the filesystem's metadata IO: ext4's jbd2 journal and the
     /// in-place writeback of inode table, directory and bitmap blocks
-    /// through the block device's inode (fs/jbd2.rs); XFS's delayed
-    /// logging, log buffers and xfsaild (fs/xfs_log.rs).
+    /// through the block device's inode (fs/ext4_meta.rs, fs/jbd2.rs);
+    /// XFS's delayed logging, log buffers and xfsaild (fs/xfs_meta.rs,
+    /// fs/xfs_log.rs).
     pub metadata: bool,
     /// ext4's `commit=` mount option: the journal commit interval.
     pub commit_interval: Ns,
@@ -1101,7 +1102,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 )
             }
             Some((v, _)) => v,
-            None => crate::fs::jbd2::default_journal_blocks(fs_bytes / 4096) * 4096,
+            None => crate::fs::ext4_meta::default_journal_blocks(fs_bytes / 4096) * 4096,
         };
         filesystems.push(Filesystem {
             name: fname,
