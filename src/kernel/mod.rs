@@ -18,7 +18,6 @@ use crate::sim::{EventQueue, Jiffies, Ns, Prng};
 use crate::trace::Tracer;
 use crate::workload::dd::DdWriter;
 use sched::Cpu;
-use std::collections::VecDeque;
 
 pub type Pid = usize;
 pub type WbId = usize;
@@ -192,32 +191,8 @@ pub struct Kernel {
     pub unplug_depths: Vec<u32>,
     pub tasks: Vec<Task>,
     pub cpus: Vec<Cpu>,
-    pub runqueue: VecDeque<Pid>,
-    /// `machine.sched` is `eevdf`.
-    pub sched_eevdf: bool,
-    /// EEVDF: the queued (runnable, not running) tasks whose deadline is
-    /// their vruntime plus one slice, as `place_entity` sets it, by
-    /// vruntime (and so by deadline too): a min-heap, since such a task
-    /// only ever leaves the queue as its first.
-    pub rq_heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, Pid)>>,
-    /// EEVDF: the other queued tasks (preempted with a deadline set
-    /// earlier), unordered; few.
-    pub rq_odd: Vec<Pid>,
-    /// EEVDF: the sum of the queued tasks' vruntimes (for `avg_vruntime`).
-    pub rq_vsum: u128,
-    /// EEVDF: the average vruntime an empty queue keeps, the one the last
-    /// task to leave saw (see `avg_vruntime`).
-    pub v_empty: u64,
-    /// EEVDF's slice: the base slice scaled by 1 + ilog2(min(cpus, 8)).
-    pub vslice: Ns,
-    /// `machine.autogroup`: the workload's tasks share one task group
-    /// (their session's autogroup) and kernel threads sit in the root
-    /// group beside it.
-    pub autogroup: bool,
-    /// Autogroup: the root group's queued kernel threads, in wakeup order.
-    pub kq: VecDeque<Pid>,
-    /// Autogroup: the workload's runnable tasks (queued and running).
-    pub group_nr_running: u32,
+    /// The run queue and the scheduler's state (`struct rq`).
+    pub rq: sched::Rq,
     pub tracer: Tracer,
     pub rec: Recorder,
     /// Per-job fs_mark state (empty entries for other jobs).
@@ -274,17 +249,7 @@ impl Kernel {
             unplug_depths: Vec::new(),
             tasks: Vec::new(),
             cpus: (0..ncpu).map(|_| Cpu::default()).collect(),
-            runqueue: VecDeque::new(),
-            sched_eevdf: sc.machine.sched == crate::scenario::SchedPolicy::Eevdf,
-            rq_heap: Default::default(),
-            rq_odd: Vec::new(),
-            rq_vsum: 0,
-            v_empty: 0,
-            autogroup: sc.machine.autogroup == Some(true),
-            kq: VecDeque::new(),
-            group_nr_running: 0,
-            vslice: sc.machine.sched_base_slice
-                * (1 + crate::klib::ilog2(sc.machine.cpus.min(8) as u64)),
+            rq: sched::Rq::new(&sc.machine),
             tracer,
             rec: Recorder::default(),
             fsmark: Vec::new(),

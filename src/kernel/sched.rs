@@ -51,7 +51,10 @@
 //! /proc/PID/status.
 
 use super::{Action, Ev, Kernel, Pid, RunState};
+use crate::scenario::{Machine, SchedPolicy};
 use crate::sim::Ns;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 #[derive(Default, Clone, Debug)]
 pub struct Cpu {
@@ -75,6 +78,90 @@ pub struct Cpu {
     pub left: Option<(Pid, &'static str)>,
 }
 
+/// The run queue (`struct rq`): one for all the CPUs, holding the
+/// workload's queued tasks under the policy of `machine.sched` and, under
+/// autogroup, the root group's queued kernel threads beside them.
+#[derive(Debug)]
+pub struct Rq {
+    /// `machine.sched`.
+    pub policy: SchedPolicy,
+    /// `fifo`: the queued tasks, first come first served.
+    pub fifo: VecDeque<Pid>,
+    /// `eevdf`: the queued tasks (`struct cfs_rq`).
+    pub cfs: CfsRq,
+    /// EEVDF's slice: the base slice scaled by 1 + ilog2(min(cpus, 8))
+    /// (`update_sysctl`, `get_update_sysctl_factor`). The root queue's
+    /// lag limit under autogroup reads it under either policy.
+    pub vslice: Ns,
+    /// `machine.autogroup`: the workload's tasks share one task group
+    /// (their session's autogroup) and kernel threads sit in the root
+    /// group beside it.
+    pub autogroup: bool,
+    /// Autogroup: the root group's queued kernel threads, in wakeup order.
+    pub kq: VecDeque<Pid>,
+    /// Autogroup: the workload's runnable tasks (queued and running; the
+    /// group's `h_nr_running`).
+    pub group_nr_running: u32,
+}
+
+/// EEVDF's queue of the workload's tasks (`struct cfs_rq`, every task at
+/// nice 0).
+#[derive(Debug, Default)]
+pub struct CfsRq {
+    /// The queued (runnable, not running) tasks whose deadline is their
+    /// vruntime plus one slice, as `place_entity` sets it, by vruntime
+    /// (and so by deadline too): a min-heap, since such a task only ever
+    /// leaves the queue as its first.
+    pub heap: BinaryHeap<Reverse<(u64, Pid)>>,
+    /// The other queued tasks (preempted with a deadline set earlier),
+    /// unordered; few.
+    pub odd: Vec<Pid>,
+    /// The sum of the queued tasks' vruntimes (for `avg_vruntime`).
+    pub vsum: u128,
+    /// The average vruntime an empty queue keeps, the one the last task
+    /// to leave saw (see `avg_vruntime`).
+    pub v_empty: u64,
+}
+
+impl CfsRq {
+    /// How many tasks are queued.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.heap.len() + self.odd.len()
+    }
+
+    /// Is no task queued?
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Rq {
+    /// The empty run queue of machine `m`, under its policy.
+    pub fn new(m: &Machine) -> Rq {
+        Rq {
+            policy: m.sched,
+            fifo: VecDeque::new(),
+            cfs: CfsRq::default(),
+            vslice: m.sched_base_slice * (1 + crate::klib::ilog2(m.cpus.min(8) as u64)),
+            autogroup: m.autogroup == Some(true),
+            kq: VecDeque::new(),
+            group_nr_running: 0,
+        }
+    }
+
+    /// Does the workload (the group, under autogroup) have a task waiting
+    /// for a CPU?
+    #[inline]
+    pub fn group_waiting(&self) -> bool {
+        match self.policy {
+            SchedPolicy::Fifo => !self.fifo.is_empty(),
+            SchedPolicy::Eevdf => !self.cfs.is_empty(),
+        }
+    }
+}
+
 /// Ticks of task timers kept on the wheel (`Kernel::timer_slots`); a
 /// longer sleep queues its own wakeup.
 const TIMER_SLOTS: usize = 256;
@@ -92,8 +179,8 @@ impl Kernel {
     /// A task waking to an empty queue is so placed on the delayed
     /// sleepers' timeline, not at 0.
     fn avg_vruntime(&self) -> (u64, u64) {
-        let mut sum = self.rq_vsum;
-        let mut n = self.rq_len() as u64;
+        let mut sum = self.rq.cfs.vsum;
+        let mut n = self.rq.cfs.len() as u64;
         for (c, cpu) in self.cpus.iter().enumerate() {
             if let Some(p) = cpu.cur.filter(|&p| !self.root_task(p)) {
                 sum += self.cur_vruntime(c, p) as u128;
@@ -101,7 +188,7 @@ impl Kernel {
             }
         }
         if n == 0 {
-            return (self.v_empty, 0);
+            return (self.rq.cfs.v_empty, 0);
         }
         // a 64-bit division when the sum fits, as it does unless the tasks
         // have run for weeks (a 128-bit one is a slow library call)
@@ -112,45 +199,42 @@ impl Kernel {
         (v, n)
     }
 
-    /// Does queued task `pid` belong in `rq_heap` (deadline = vruntime +
-    /// slice) rather than `rq_odd`?
+    /// Does queued task `pid` belong in `cfs.heap` (deadline = vruntime +
+    /// slice) rather than `cfs.odd`?
     #[inline]
-    fn in_rq_heap(&self, pid: Pid) -> bool {
-        self.tasks[pid].deadline == self.tasks[pid].vruntime + self.vslice
+    fn in_cfs_heap(&self, pid: Pid) -> bool {
+        self.tasks[pid].deadline == self.tasks[pid].vruntime + self.rq.vslice
     }
 
     fn rq_enqueue(&mut self, pid: Pid) {
         if self.root_task(pid) {
-            self.kq.push_back(pid);
-        } else if self.sched_eevdf {
-            let v = self.tasks[pid].vruntime;
-            if self.in_rq_heap(pid) {
-                self.rq_heap.push(std::cmp::Reverse((v, pid)));
-            } else {
-                self.rq_odd.push(pid);
-            }
-            self.rq_vsum += v as u128;
-        } else {
-            self.runqueue.push_back(pid);
+            self.rq.kq.push_back(pid);
+            return;
         }
-    }
-
-    /// How many tasks are queued (EEVDF).
-    #[inline]
-    fn rq_len(&self) -> usize {
-        self.rq_heap.len() + self.rq_odd.len()
+        match self.rq.policy {
+            SchedPolicy::Fifo => self.rq.fifo.push_back(pid),
+            SchedPolicy::Eevdf => {
+                let v = self.tasks[pid].vruntime;
+                if self.in_cfs_heap(pid) {
+                    self.rq.cfs.heap.push(Reverse((v, pid)));
+                } else {
+                    self.rq.cfs.odd.push(pid);
+                }
+                self.rq.cfs.vsum += v as u128;
+            }
+        }
     }
 
     /// `pick_eevdf` over the queued tasks: the eligible one (vruntime <= V)
     /// with the earliest deadline (ties to the lower pid), or the least
-    /// vruntime if none is. In `rq_heap` the first task has both the least
-    /// vruntime and the earliest deadline; `rq_odd` is scanned.
+    /// vruntime if none is. In `cfs.heap` the first task has both the least
+    /// vruntime and the earliest deadline; `cfs.odd` is scanned.
     fn pick_queued(&self, v: u64) -> Option<Pid> {
-        let first = self.rq_heap.peek().map(|r| r.0);
+        let first = self.rq.cfs.heap.peek().map(|r| r.0);
         let mut best = first
             .filter(|&(vr, _)| vr <= v)
-            .map(|(vr, p)| (vr + self.vslice, p));
-        for &p in &self.rq_odd {
+            .map(|(vr, p)| (vr + self.rq.vslice, p));
+        for &p in &self.rq.cfs.odd {
             let t = &self.tasks[p];
             if t.vruntime <= v && best.is_none_or(|b| (t.deadline, p) < b) {
                 best = Some((t.deadline, p));
@@ -160,7 +244,7 @@ impl Kernel {
             return Some(p);
         }
         let mut least = first;
-        for &p in &self.rq_odd {
+        for &p in &self.rq.cfs.odd {
             let k = (self.tasks[p].vruntime, p);
             if least.is_none_or(|b| k < b) {
                 least = Some(k);
@@ -171,34 +255,38 @@ impl Kernel {
 
     fn rq_dequeue(&mut self, pid: Pid) {
         let v = self.tasks[pid].vruntime;
-        if self.in_rq_heap(pid) {
-            let first = self.rq_heap.pop();
+        if self.in_cfs_heap(pid) {
+            let first = self.rq.cfs.heap.pop();
             debug_assert_eq!(first.map(|r| r.0), Some((v, pid)));
-        } else if let Some(i) = self.rq_odd.iter().position(|&p| p == pid) {
-            self.rq_odd.swap_remove(i);
+        } else if let Some(i) = self.rq.cfs.odd.iter().position(|&p| p == pid) {
+            self.rq.cfs.odd.swap_remove(i);
         }
-        self.rq_vsum -= v as u128;
+        self.rq.cfs.vsum -= v as u128;
     }
 
     /// Take the next task to run off the queue.
     fn rq_pop(&mut self) -> Option<Pid> {
-        if !self.sched_eevdf {
-            let next = self.runqueue.pop_front();
-            if let Some(&after) = self.runqueue.front() {
-                self.prefetch_task(after);
+        match self.rq.policy {
+            SchedPolicy::Fifo => {
+                let next = self.rq.fifo.pop_front();
+                if let Some(&after) = self.rq.fifo.front() {
+                    self.prefetch_task(after);
+                }
+                next
             }
-            return next;
+            SchedPolicy::Eevdf => {
+                let (v, _) = self.avg_vruntime();
+                let p = self.pick_queued(v)?;
+                self.rq_dequeue(p);
+                Some(p)
+            }
         }
-        let (v, _) = self.avg_vruntime();
-        let p = self.pick_queued(v)?;
-        self.rq_dequeue(p);
-        Some(p)
     }
 
     /// `place_entity`: a waking task's vruntime and deadline.
     fn place_entity(&mut self, pid: Pid) {
         let (v, n) = self.avg_vruntime();
-        let slice = self.vslice;
+        let slice = self.rq.vslice;
         let t = &mut self.tasks[pid];
         if std::mem::take(&mut t.delayed) && t.vruntime > v {
             // still owes its negative lag: wakes where it went to sleep
@@ -217,9 +305,9 @@ impl Kernel {
     /// `update_entity_lag` as the task leaves the run queue to sleep.
     fn save_lag(&mut self, pid: Pid) {
         let (v, _) = self.avg_vruntime();
-        self.v_empty = v;
+        self.rq.cfs.v_empty = v;
         let tick = self.jif.start_of(self.jif.base + 1); // TICK_NSEC
-        let limit = (2 * self.vslice).max(tick) as i64;
+        let limit = (2 * self.rq.vslice).max(tick) as i64;
         let t = &mut self.tasks[pid];
         let lag = (v as i64 - t.vruntime as i64).clamp(-limit, limit);
         t.vlag = lag;
@@ -228,7 +316,7 @@ impl Kernel {
 
     /// Autogroup: is `pid` in the root task group (a kernel thread)?
     fn root_task(&self, pid: Pid) -> bool {
-        self.autogroup && self.tasks[pid].kthread
+        self.rq.autogroup && self.tasks[pid].kthread
     }
 
     /// NICE_0_LOAD over the weight of the group's entity on one CPU. The
@@ -236,7 +324,7 @@ impl Kernel {
     /// its load there (`calc_group_shares`); its runnable tasks spread over
     /// min(tasks, CPUs) of them.
     fn group_scale(&self) -> u64 {
-        (self.group_nr_running as u64).clamp(1, self.cpus.len() as u64)
+        (self.rq.group_nr_running as u64).clamp(1, self.cpus.len() as u64)
     }
 
     /// The lag the root queue lets an entity keep, in its own virtual time:
@@ -244,7 +332,7 @@ impl Kernel {
     /// (`update_entity_lag`).
     fn root_lag_limit(&self) -> u64 {
         let tick = self.jif.start_of(self.jif.base + 1);
-        (2 * self.vslice).max(tick)
+        (2 * self.rq.vslice).max(tick)
     }
 
     /// `place_entity` for a kernel thread waking in the root queue of its
@@ -295,37 +383,28 @@ impl Kernel {
     /// entity, or a slice ahead of a queued kernel thread.
     fn root_should_yield(&mut self, cpu: usize, pid: Pid) -> bool {
         let vk = self.cur_vruntime(cpu, pid);
-        if self.group_waiting() && vk > self.cpus[cpu].gvr {
+        if self.rq.group_waiting() && vk > self.cpus[cpu].gvr {
             return true;
         }
         // a thread queued on this CPU: the same timeline
         self.kq_best(cpu, false)
-            .is_some_and(|i| vk > self.tasks[self.kq[i]].vruntime + self.vslice)
+            .is_some_and(|i| vk > self.tasks[self.rq.kq[i]].vruntime + self.rq.vslice)
     }
 
     /// The next task for a free `cpu`: under autogroup the root queue picks
     /// between its kernel threads and the group, which picks among its own
     /// tasks by the policy.
     fn pick_next(&mut self, cpu: usize) -> Option<Pid> {
-        if self.autogroup {
-            let pull = !self.group_waiting();
+        if self.rq.autogroup {
+            let pull = !self.rq.group_waiting();
             if let Some(i) = self.kq_best(cpu, pull) {
-                let k = self.kq[i];
+                let k = self.rq.kq[i];
                 if pull || self.root_prefers_kthread(cpu, k) {
-                    return self.kq.remove(i);
+                    return self.rq.kq.remove(i);
                 }
             }
         }
         self.rq_pop()
-    }
-
-    /// Does the workload group have a task waiting for a CPU?
-    fn group_waiting(&self) -> bool {
-        if self.sched_eevdf {
-            self.rq_len() > 0
-        } else {
-            !self.runqueue.is_empty()
-        }
     }
 
     /// The kernel thread `cpu`'s root queue would pick: the one furthest
@@ -334,9 +413,9 @@ impl Kernel {
     /// work, `newidle_balance`), of all of them. The queue is a handful of
     /// threads at most.
     fn kq_best(&self, cpu: usize, pull: bool) -> Option<usize> {
-        (0..self.kq.len())
-            .filter(|&i| pull || self.tasks[self.kq[i]].cpu == cpu)
-            .min_by_key(|&i| (self.root_vruntime_on(cpu, self.kq[i]), i))
+        (0..self.rq.kq.len())
+            .filter(|&i| pull || self.tasks[self.rq.kq[i]].cpu == cpu)
+            .min_by_key(|&i| (self.root_vruntime_on(cpu, self.rq.kq[i]), i))
     }
 
     /// Ask for `user + sys` ns of CPU for `pid`; the task's `step` runs when
@@ -349,7 +428,7 @@ impl Kernel {
         let woken = t.woken;
         if woken && self.root_task(pid) {
             self.place_kthread(pid);
-        } else if self.sched_eevdf && woken {
+        } else if self.rq.policy == SchedPolicy::Eevdf && woken {
             self.place_entity(pid);
         }
         let last = self.tasks[pid].cpu;
@@ -388,7 +467,7 @@ impl Kernel {
         let Some(cur) = self.cpus[cpu].cur else {
             return;
         };
-        if self.autogroup && (self.tasks[pid].kthread || self.tasks[cur].kthread) {
+        if self.rq.autogroup && (self.tasks[pid].kthread || self.tasks[cur].kthread) {
             // the root run queue: a woken kernel thread is placed level
             // with the group and wins the next pick; a woken group task
             // wins it from a kernel thread that is ahead of the group.
@@ -398,7 +477,7 @@ impl Kernel {
             }
             return;
         }
-        if !self.sched_eevdf {
+        if self.rq.policy == SchedPolicy::Fifo {
             // FIFO: only flag it, for cond_resched() callers
             self.tasks[cur].need_resched = true;
             return;
@@ -435,7 +514,7 @@ impl Kernel {
             let flagged = std::mem::take(&mut self.tasks[pid].need_resched);
             return flagged || self.root_should_yield(cpu, pid);
         }
-        let expired = !self.sched_eevdf && self.fifo_preempt_due(cpu);
+        let expired = self.rq.policy == SchedPolicy::Fifo && self.fifo_preempt_due(cpu);
         std::mem::take(&mut self.tasks[pid].need_resched) || expired
     }
 
@@ -450,7 +529,7 @@ impl Kernel {
         if self.root_task(pid) {
             self.migrate_kthread(cpu, pid);
         }
-        if self.sched_eevdf {
+        if self.rq.policy == SchedPolicy::Eevdf {
             // set_protect_slice: protected up to the deadline it has now
             self.tasks[pid].vprot = self.tasks[pid].deadline;
         }
@@ -482,7 +561,7 @@ impl Kernel {
                     self.tasks[pid].stime += w;
                     self.cpus[cpu].busy_ns += w;
                     self.charge_vruntime(cpu, pid, w);
-                    if self.sched_eevdf && !self.root_task(pid) {
+                    if self.rq.policy == SchedPolicy::Eevdf && !self.root_task(pid) {
                         self.save_lag(pid);
                     }
                     self.cpus[cpu].cur = None;
@@ -499,14 +578,15 @@ impl Kernel {
     /// Run `pid`'s current burst on `cpu` until it ends or its slice is used up.
     fn run_burst(&mut self, cpu: usize, pid: Pid) {
         let now = self.q.now();
-        let slice = if self.sched_eevdf {
+        let slice = match self.rq.policy {
             // PREEMPT_NONE: kernel work runs to its end (the tick only
             // flags a resched, `update_deadline`)
-            self.tasks[pid].burst_left.max(1)
-        } else {
-            let used = now - self.cpus[cpu].since;
-            let left_in_slice = self.sc.machine.cost.sched_slice.saturating_sub(used).max(1);
-            self.tasks[pid].burst_left.min(left_in_slice).max(1)
+            SchedPolicy::Eevdf => self.tasks[pid].burst_left.max(1),
+            SchedPolicy::Fifo => {
+                let used = now - self.cpus[cpu].since;
+                let left_in_slice = self.sc.machine.cost.sched_slice.saturating_sub(used).max(1);
+                self.tasks[pid].burst_left.min(left_in_slice).max(1)
+            }
         };
         let c = &mut self.cpus[cpu];
         c.cur = Some(pid);
@@ -545,7 +625,7 @@ impl Kernel {
     /// autogroup, the group entity's on this CPU.
     #[inline]
     fn charge_vruntime(&mut self, cpu: usize, pid: Pid, ran: Ns) {
-        if self.autogroup {
+        if self.rq.autogroup {
             if self.tasks[pid].kthread {
                 self.tasks[pid].vruntime += ran;
                 return;
@@ -553,7 +633,7 @@ impl Kernel {
             let scale = self.group_scale();
             self.cpus[cpu].gvr += ran * scale;
         }
-        if self.sched_eevdf {
+        if self.rq.policy == SchedPolicy::Eevdf {
             self.tasks[pid].vruntime += ran;
         }
     }
@@ -562,10 +642,10 @@ impl Kernel {
     /// queued one now?
     #[inline]
     fn should_preempt(&mut self, cpu: usize, pid: Pid) -> bool {
-        if !self.sched_eevdf {
-            return self.fifo_preempt_due(cpu);
+        match self.rq.policy {
+            SchedPolicy::Fifo => self.fifo_preempt_due(cpu),
+            SchedPolicy::Eevdf => self.eevdf_should_preempt(cpu, pid),
         }
-        self.eevdf_should_preempt(cpu, pid)
     }
 
     /// `should_preempt` under EEVDF.
@@ -578,11 +658,11 @@ impl Kernel {
         // counts once a tick has come since (HZ=250: up to 4 ms later)
         if vr >= deadline && self.jif.at_far(self.q.now() - (vr - deadline)) < self.jiffies() {
             // a new slice, and a resched while others wait
-            self.tasks[pid].deadline = vr + self.vslice;
+            self.tasks[pid].deadline = vr + self.rq.vslice;
             self.tasks[pid].vprot = self.tasks[pid].deadline;
             resched = true;
         }
-        if !resched || self.rq_len() == 0 {
+        if !resched || self.rq.cfs.is_empty() {
             return false;
         }
         // pick_eevdf with the current task in the running
@@ -602,7 +682,7 @@ impl Kernel {
         self.tasks[pid].state = RunState::Runnable;
         self.cpus[cpu].cur = None;
         if self.root_task(pid) {
-            self.kq.push_front(pid);
+            self.rq.kq.push_front(pid);
         } else {
             self.rq_enqueue(pid);
         }
@@ -663,7 +743,7 @@ impl Kernel {
         if self.wants_preempt(cpu, pid, at_boundary) {
             self.preempt(cpu, pid);
         } else {
-            if !self.sched_eevdf && self.fifo_slice_used(cpu) {
+            if self.rq.policy == SchedPolicy::Fifo && self.fifo_slice_used(cpu) {
                 self.cpus[cpu].since = self.q.now(); // a new slice, nobody waiting
             }
             self.run_burst(cpu, pid);
@@ -680,7 +760,7 @@ impl Kernel {
     /// while others wait?
     #[inline]
     fn fifo_preempt_due(&self, cpu: usize) -> bool {
-        !self.runqueue.is_empty() && self.fifo_slice_used(cpu)
+        !self.rq.fifo.is_empty() && self.fifo_slice_used(cpu)
     }
 
     /// Might a preemption point reached now by the running task `pid`
@@ -689,22 +769,25 @@ impl Kernel {
     /// skip the point.
     #[inline]
     pub fn resched_possible(&self, pid: Pid) -> bool {
-        if self.autogroup {
-            return !self.kq.is_empty() || self.group_waiting();
+        if self.rq.autogroup {
+            return !self.rq.kq.is_empty() || self.rq.group_waiting();
         }
         let cpu = self.tasks[pid].cpu;
-        if !self.sched_eevdf {
-            return self.fifo_preempt_due(cpu);
+        match self.rq.policy {
+            SchedPolicy::Fifo => self.fifo_preempt_due(cpu),
+            SchedPolicy::Eevdf => {
+                !self.rq.cfs.is_empty()
+                    && (self.cpus[cpu].resched
+                        || self.tasks[pid].vruntime >= self.tasks[pid].deadline)
+            }
         }
-        self.rq_len() > 0
-            && (self.cpus[cpu].resched || self.tasks[pid].vruntime >= self.tasks[pid].deadline)
     }
 
     /// Should the running task, which wants more CPU, be preempted now;
     /// `at_boundary` as for `continue_or_preempt`.
     #[inline]
     fn wants_preempt(&mut self, cpu: usize, pid: Pid, at_boundary: bool) -> bool {
-        if !self.autogroup {
+        if !self.rq.autogroup {
             self.should_preempt(cpu, pid)
         } else if self.tasks[pid].kthread {
             at_boundary && {
@@ -712,7 +795,7 @@ impl Kernel {
                 self.root_should_yield(cpu, pid)
             }
         } else {
-            let waiting = self.kq_best(cpu, false).map(|i| self.kq[i]);
+            let waiting = self.kq_best(cpu, false).map(|i| self.rq.kq[i]);
             let kthread_first =
                 at_boundary && waiting.is_some_and(|k| self.root_prefers_kthread(cpu, k));
             kthread_first || self.should_preempt(cpu, pid)
@@ -760,7 +843,7 @@ impl Kernel {
                 self.continue_or_preempt(cpu, pid, true);
             }
             other => {
-                if self.sched_eevdf && !self.root_task(pid) {
+                if self.rq.policy == SchedPolicy::Eevdf && !self.root_task(pid) {
                     self.save_lag(pid);
                 }
                 self.finish_burst(pid, other);
@@ -789,8 +872,8 @@ impl Kernel {
     }
 
     fn set_sleep_state(&mut self, pid: Pid, action: Action) {
-        if self.autogroup && !self.tasks[pid].kthread {
-            self.group_nr_running -= 1;
+        if self.rq.autogroup && !self.tasks[pid].kthread {
+            self.rq.group_nr_running -= 1;
         }
         let t = &mut self.tasks[pid];
         t.need_resched = false; // schedule() clears TIF_NEED_RESCHED
@@ -982,8 +1065,8 @@ impl Kernel {
         if self.tracer.on.sched_wakeup {
             self.trace_sched_wakeup(pid);
         }
-        if self.autogroup && !self.tasks[pid].kthread {
-            self.group_nr_running += 1;
+        if self.rq.autogroup && !self.tasks[pid].kthread {
+            self.rq.group_nr_running += 1;
         }
         self.cpu_request(pid, 0, 0);
     }
@@ -1049,14 +1132,14 @@ mod tests {
     /// A 2-CPU machine with kernel.sched_autogroup_enabled=1.
     fn autogroup(sched: &str) -> Kernel {
         let mut k = machine(2, sched);
-        k.autogroup = true;
+        k.rq.autogroup = true;
         k
     }
 
     /// A task of the workload (in the autogroup), runnable and queued.
     fn group_task(k: &mut Kernel) -> Pid {
         let p = k.new_task("dd".into(), Body::Kworker, Some(0));
-        k.group_nr_running += 1;
+        k.rq.group_nr_running += 1;
         k.rq_enqueue(p);
         p
     }
@@ -1108,7 +1191,7 @@ mod tests {
         k.run_timer_slot(slot as usize);
         // the other two in the softirq's seeded order (seed 1: newest first)
         assert_eq!(
-            k.runqueue.iter().copied().collect::<Vec<_>>(),
+            k.rq.fifo.iter().copied().collect::<Vec<_>>(),
             [ps[1], ps[2], ps[0]]
         );
         assert!(k.timer_slots[slot as usize].is_empty());
@@ -1118,10 +1201,10 @@ mod tests {
     #[test]
     fn the_slice_is_the_base_slice_scaled_by_log2_of_the_cpus_up_to_8() {
         // update_sysctl with SCHED_TUNABLESCALING_LOG: 1 + ilog2(min(cpus, 8))
-        assert_eq!(machine(1, "eevdf").vslice, 700_000);
-        assert_eq!(machine(2, "eevdf").vslice, 1_400_000);
-        assert_eq!(machine(6, "eevdf").vslice, 2_100_000);
-        assert_eq!(machine(64, "eevdf").vslice, 2_800_000);
+        assert_eq!(machine(1, "eevdf").rq.vslice, 700_000);
+        assert_eq!(machine(2, "eevdf").rq.vslice, 1_400_000);
+        assert_eq!(machine(6, "eevdf").rq.vslice, 2_100_000);
+        assert_eq!(machine(64, "eevdf").rq.vslice, 2_800_000);
     }
 
     #[test]
@@ -1225,7 +1308,7 @@ mod tests {
             k.place_kthread(w);
             assert_eq!(k.tasks[w].vruntime, 5_000_000, "{sched}");
             k.rq_enqueue(w);
-            assert_eq!(k.kq.len(), 1);
+            assert_eq!(k.rq.kq.len(), 1);
             // CPU 1's queue does not hold it, and CPU 1 has group work
             assert_eq!(k.kq_best(1, false), None);
             assert_eq!(k.pick_next(0), Some(w), "{sched}");
@@ -1256,7 +1339,7 @@ mod tests {
         // limit: max(2 slices of 1.4 ms, a 4 ms tick at HZ=250) = 4 ms, in
         // the entity's own virtual time (the group's at half weight: 8 ms)
         let mut k = autogroup("fifo");
-        k.group_nr_running = 5;
+        k.rq.group_nr_running = 5;
         assert_eq!(k.group_scale(), 2);
         assert_eq!(k.root_lag_limit(), 4_000_000);
         let w = k.new_task("kworker/u4:0".into(), Body::Kworker, None);
@@ -1339,7 +1422,7 @@ mod tests {
         // a heap, the others in a list; the pick must be pick_eevdf's over
         // all of them, ties to the lower pid
         let mut k = machine(2, "eevdf");
-        let slice = k.vslice;
+        let slice = k.rq.vslice;
         for round in 0..200 {
             let n = 1 + k.rng.below(12);
             let mut ps = Vec::new();
@@ -1352,7 +1435,7 @@ mod tests {
                 };
                 ps.push(queued(&mut k, vr, dl));
             }
-            while k.rq_len() > 0 {
+            while !k.rq.cfs.is_empty() {
                 let (v, _) = k.avg_vruntime();
                 let queued_now: Vec<Pid> = ps
                     .iter()
@@ -1380,7 +1463,7 @@ mod tests {
         let mut k = machine(1, "eevdf");
         let tick = k.jif.start_of(k.jiffies() + 1);
         let run = k.new_task("dd".into(), Body::Kworker, None);
-        let far = 10 * k.vslice;
+        let far = 10 * k.rq.vslice;
         let wait = queued(&mut k, 0, far);
         let at = |k: &mut Kernel, t: crate::sim::Ns| {
             k.q.schedule(
@@ -1408,7 +1491,7 @@ mod tests {
         k.tasks[run].vruntime += 500_001; // accounted
         k.cpus[0].seg_start = k.now();
         assert!(k.should_preempt(0, run));
-        assert_eq!(k.tasks[run].deadline, 750_001 + k.vslice);
+        assert_eq!(k.tasks[run].deadline, 750_001 + k.rq.vslice);
         assert_eq!(k.pick_queued(k.avg_vruntime().0), Some(wait));
     }
 }
