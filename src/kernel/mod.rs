@@ -134,8 +134,8 @@ pub struct Task {
     pub dirty_paused_when: u64,
     /// Bytes written by write(2) (/proc/PID/io wchar).
     pub wchar: u64,
-    /// Inside a sleeping balance_dirty_pages() call.
-    pub bdp: Option<crate::mm::page_writeback::BdpCall>,
+    /// Inside a balance_dirty_pages() call that sleeps (or writes back).
+    pub throttle: crate::mm::page_writeback::ThrottleCall,
     /// The task's block plug (`current->plug`).
     pub plug: Option<crate::block::blk_mq::Plug>,
     pub nivcsw: u64,
@@ -154,11 +154,6 @@ pub struct Task {
     /// Files created (fs_mark).
     pub files_created: u64,
     pub job: Option<usize>,
-    /// Inside a 3.2 balance_dirty_pages() call that slept (boxed, as
-    /// below: only such a task holds one).
-    pub v32: Option<Box<crate::mm::page_writeback_v3_2::V32Call>>,
-    /// Inside a legacy (pre-3.2) balance_dirty_pages() call.
-    pub legacy: Option<Box<crate::mm::page_writeback_legacy::LegacyCall>>,
     /// `task->dirties`: this task's share of recent dirtyings (pre-3.2).
     pub dirties: crate::klib::proportions::PropLocal,
     /// Foreground writeback done by this task (legacy policy): calls and pages.
@@ -302,9 +297,7 @@ impl Kernel {
             // kernel/fork.c: 128 KiB worth of pages
             nr_dirtied_pause: 128 >> (crate::klib::ilog2(self.sc.machine.page_size) - 10),
             dirty_paused_when: 0,
-            bdp: None,
-            legacy: None,
-            v32: None,
+            throttle: Default::default(),
             plug: None,
             dirties: Default::default(),
             legacy_writeback_calls: 0,
@@ -545,7 +538,20 @@ impl Kernel {
 const TASK_HOT_BYTES: usize = 256;
 /// How many events ahead a task is prefetched.
 const PREFETCH_AHEAD: usize = 3;
-const _: () = assert!(std::mem::offset_of!(Task, nivcsw) <= TASK_HOT_BYTES);
+/// What a dd writer's wakeup reads lies in those lines: the scheduling
+/// fields, the body, the dirty-throttling counters, the throttle call
+/// (a 6.x one inline) and the plug.
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(
+        offset_of!(Task, throttle) + size_of::<crate::mm::page_writeback::ThrottleCall>()
+            <= TASK_HOT_BYTES
+    );
+    assert!(
+        offset_of!(Task, plug) + size_of::<Option<crate::block::blk_mq::Plug>>() <= TASK_HOT_BYTES
+    );
+    assert!(offset_of!(Task, nivcsw) + size_of::<u64>() <= TASK_HOT_BYTES);
+};
 /// A task's size, which a thousand writers' wakeups walk through: the state
 /// of the older throttles' calls (3.2, legacy: 96 and 224 bytes) is boxed,
 /// held only by a task inside such a call.

@@ -89,6 +89,23 @@ pub struct BdpCall {
     pub wb_dirty: u64,
 }
 
+/// A task's state inside a `balance_dirty_pages()` call that sleeps (or,
+/// before 3.2, writes back), of the throttle the run models
+/// (`run.dirty_throttle`). The 6.x call is kept inline, as a thousand
+/// writers' wakeups read it; the older throttles' larger ones are boxed.
+#[derive(Debug, Default)]
+pub enum ThrottleCall {
+    /// Not inside a call.
+    #[default]
+    None,
+    /// 6.x (`io-less`).
+    V6(BdpCall),
+    /// 3.2 (`io-less-3.2`).
+    V32(Box<crate::mm::page_writeback_v3_2::V32Call>),
+    /// Before 3.2 (`legacy`).
+    Legacy(Box<crate::mm::page_writeback_legacy::LegacyCall>),
+}
+
 // ---- pure formulas ---------------------------------------------------------
 
 /// `dirty_freerun_ceiling`.
@@ -804,7 +821,7 @@ impl Kernel {
         if t.nr_dirtied >= ratelimit {
             let pages = t.nr_dirtied;
             let start = self.jiffies();
-            self.tasks[pid].v32 = None;
+            self.tasks[pid].throttle = ThrottleCall::None;
             return self.balance_dirty_pages_v32(pid, wb, pages, start);
         }
         ThrottleStep::Done
@@ -969,7 +986,7 @@ impl Kernel {
             again: task_ratelimit == 0,
             wb_dirty: g.wb_dirty,
         };
-        self.tasks[pid].bdp = Some(call);
+        self.tasks[pid].throttle = ThrottleCall::V6(call);
         // io_schedule_timeout(pause): the timer fires at the tick jiffies+pause
         // io_schedule_timeout(pause): a timer-wheel timer for jiffies + pause
         Some(self.timer_fire_time(self.jiffies() + pause as u64))
@@ -978,7 +995,9 @@ impl Kernel {
     /// The rest of a `balance_dirty_pages` call after its sleep. Returns the
     /// next wake time if the loop sleeps again.
     pub fn balance_dirty_pages_resume(&mut self, pid: Pid, wb: WbId) -> Option<Ns> {
-        let call = self.tasks[pid].bdp.take()?;
+        let ThrottleCall::V6(call) = std::mem::take(&mut self.tasks[pid].throttle) else {
+            return None;
+        };
         let t = &mut self.tasks[pid];
         t.dirty_paused_when = call.paused_when;
         t.nr_dirtied = 0;

@@ -14,6 +14,7 @@ use crate::fs::fs_writeback::{PassStep, WbPass, WbReason, WbWork};
 use crate::kernel::{Kernel, Pid, WbId};
 use crate::klib::div_round_up;
 use crate::klib::proportions::calc_period_shift;
+use crate::mm::page_writeback::ThrottleCall;
 use crate::sim::Ns;
 
 /// What a dirtier does next inside the throttle.
@@ -149,7 +150,7 @@ impl Kernel {
             return None;
         }
         self.dom.bdp_ratelimits[cpu] = 0;
-        self.tasks[pid].legacy = Some(Box::new(LegacyCall {
+        self.tasks[pid].throttle = ThrottleCall::Legacy(Box::new(LegacyCall {
             write_chunk: sync_writeback_pages(p, rlp),
             pages_written: 0,
             pause: 1,
@@ -170,20 +171,19 @@ impl Kernel {
 
     /// One step of the legacy `balance_dirty_pages` loop.
     pub fn balance_dirty_pages_legacy(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
-        let mut c = self.tasks[pid]
-            .legacy
-            .take()
-            .expect("in a legacy throttle call");
+        let ThrottleCall::Legacy(mut c) = std::mem::take(&mut self.tasks[pid].throttle) else {
+            panic!("not in a legacy throttle call");
+        };
         let hz = self.hz();
         loop {
             if let Some(pass) = c.pass.as_mut() {
                 match self.wb_pass_step(pid, wb, pass) {
                     PassStep::Cpu(ns) => {
-                        self.tasks[pid].legacy = Some(c);
+                        self.tasks[pid].throttle = ThrottleCall::Legacy(c);
                         return ThrottleStep::Cpu(ns);
                     }
                     PassStep::WaitTag => {
-                        self.tasks[pid].legacy = Some(c);
+                        self.tasks[pid].throttle = ThrottleCall::Legacy(c);
                         return ThrottleStep::Block;
                     }
                     PassStep::Done => {
@@ -263,7 +263,7 @@ impl Kernel {
     fn legacy_sleep(&mut self, pid: Pid, mut c: Box<LegacyCall>) -> ThrottleStep {
         c.after_sleep = true;
         let at = self.timer_fire_time(self.jiffies() + c.pause);
-        self.tasks[pid].legacy = Some(c);
+        self.tasks[pid].throttle = ThrottleCall::Legacy(c);
         ThrottleStep::Sleep(at)
     }
 
