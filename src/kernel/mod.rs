@@ -139,16 +139,9 @@ pub struct Task {
     /// The task's block plug (`current->plug`).
     pub plug: Option<crate::block::blk_mq::Plug>,
     pub nivcsw: u64,
-    /// EEVDF: virtual runtime (ns; every task has nice 0's weight), the
-    /// virtual deadline, the protected point (run to parity) and the lag
-    /// kept across a sleep.
-    pub vruntime: u64,
-    pub deadline: u64,
-    pub vprot: u64,
-    pub vlag: i64,
-    /// EEVDF: the task went to sleep with negative lag and keeps its
-    /// vruntime until the queue's average passes it (DELAY_DEQUEUE).
-    pub delayed: bool,
+    /// The task's `sched_entity`: EEVDF's, and a kernel thread's in the
+    /// root queue under autogroup.
+    pub se: sched::SchedEntity,
     pub pid: u32,
     pub comm: String,
     /// Files created (fs_mark).
@@ -284,11 +277,7 @@ impl Kernel {
             burst_user_left: 0,
             woken: false,
             need_resched: false,
-            delayed: false,
-            vruntime: 0,
-            deadline: 0,
-            vprot: 0,
-            vlag: 0,
+            se: Default::default(),
             nvcsw: 0,
             nivcsw: 0,
             utime: 0,
@@ -534,15 +523,19 @@ impl Kernel {
 }
 
 /// The bytes at the start of a task that a dd writer's wakeups touch (up
-/// to `plug`): four cache lines.
+/// to `plug`, and the vruntime under EEVDF): four cache lines.
 const TASK_HOT_BYTES: usize = 256;
 /// How many events ahead a task is prefetched.
 const PREFETCH_AHEAD: usize = 3;
 /// What a dd writer's wakeup reads lies in those lines: the scheduling
 /// fields, the body, the dirty-throttling counters, the throttle call
-/// (a 6.x one inline) and the plug.
+/// (a 6.x one inline), the plug and, under EEVDF, the entity's vruntime.
 const _: () = {
     use std::mem::{offset_of, size_of};
+    assert!(
+        offset_of!(Task, se) + offset_of!(sched::SchedEntity, vruntime) + size_of::<u64>()
+            <= TASK_HOT_BYTES
+    );
     assert!(
         offset_of!(Task, throttle) + size_of::<crate::mm::page_writeback::ThrottleCall>()
             <= TASK_HOT_BYTES

@@ -78,6 +78,26 @@ pub struct Cpu {
     pub left: Option<(Pid, &'static str)>,
 }
 
+/// A task's place on EEVDF's timeline (`struct sched_entity`, every task
+/// at nice 0's weight). Under autogroup a kernel thread's entity sits in
+/// the root queue, under either policy. Laid out in declaration order:
+/// the vruntime, which every wakeup under EEVDF reads, first.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SchedEntity {
+    /// Virtual runtime (ns).
+    pub vruntime: u64,
+    /// The virtual deadline.
+    pub deadline: u64,
+    /// The protected point (run to parity, `set_protect_slice`).
+    pub vprot: u64,
+    /// The lag kept across a sleep.
+    pub vlag: i64,
+    /// The task went to sleep with negative lag and keeps its vruntime
+    /// until the queue's average passes it (DELAY_DEQUEUE, `sched_delayed`).
+    pub delayed: bool,
+}
+
 /// The run queue (`struct rq`): one for all the CPUs, holding the
 /// workload's queued tasks under the policy of `machine.sched` and, under
 /// autogroup, the root group's queued kernel threads beside them.
@@ -169,7 +189,7 @@ const TIMER_SLOTS: usize = 256;
 impl Kernel {
     /// The running task's vruntime now.
     fn cur_vruntime(&self, cpu: usize, pid: Pid) -> u64 {
-        self.tasks[pid].vruntime + (self.q.now() - self.cpus[cpu].seg_start)
+        self.tasks[pid].se.vruntime + (self.q.now() - self.cpus[cpu].seg_start)
     }
 
     /// `avg_vruntime`: the mean vruntime of the queued and running tasks,
@@ -203,7 +223,7 @@ impl Kernel {
     /// slice) rather than `cfs.odd`?
     #[inline]
     fn in_cfs_heap(&self, pid: Pid) -> bool {
-        self.tasks[pid].deadline == self.tasks[pid].vruntime + self.rq.vslice
+        self.tasks[pid].se.deadline == self.tasks[pid].se.vruntime + self.rq.vslice
     }
 
     fn rq_enqueue(&mut self, pid: Pid) {
@@ -214,7 +234,7 @@ impl Kernel {
         match self.rq.policy {
             SchedPolicy::Fifo => self.rq.fifo.push_back(pid),
             SchedPolicy::Eevdf => {
-                let v = self.tasks[pid].vruntime;
+                let v = self.tasks[pid].se.vruntime;
                 if self.in_cfs_heap(pid) {
                     self.rq.cfs.heap.push(Reverse((v, pid)));
                 } else {
@@ -235,9 +255,9 @@ impl Kernel {
             .filter(|&(vr, _)| vr <= v)
             .map(|(vr, p)| (vr + self.rq.vslice, p));
         for &p in &self.rq.cfs.odd {
-            let t = &self.tasks[p];
-            if t.vruntime <= v && best.is_none_or(|b| (t.deadline, p) < b) {
-                best = Some((t.deadline, p));
+            let se = &self.tasks[p].se;
+            if se.vruntime <= v && best.is_none_or(|b| (se.deadline, p) < b) {
+                best = Some((se.deadline, p));
             }
         }
         if let Some((_, p)) = best {
@@ -245,7 +265,7 @@ impl Kernel {
         }
         let mut least = first;
         for &p in &self.rq.cfs.odd {
-            let k = (self.tasks[p].vruntime, p);
+            let k = (self.tasks[p].se.vruntime, p);
             if least.is_none_or(|b| k < b) {
                 least = Some(k);
             }
@@ -254,7 +274,7 @@ impl Kernel {
     }
 
     fn rq_dequeue(&mut self, pid: Pid) {
-        let v = self.tasks[pid].vruntime;
+        let v = self.tasks[pid].se.vruntime;
         if self.in_cfs_heap(pid) {
             let first = self.rq.cfs.heap.pop();
             debug_assert_eq!(first.map(|r| r.0), Some((v, pid)));
@@ -287,31 +307,30 @@ impl Kernel {
     fn place_entity(&mut self, pid: Pid) {
         let (v, n) = self.avg_vruntime();
         let slice = self.rq.vslice;
-        let t = &mut self.tasks[pid];
-        if std::mem::take(&mut t.delayed) && t.vruntime > v {
+        let se = &mut self.tasks[pid].se;
+        if std::mem::take(&mut se.delayed) && se.vruntime > v {
             // still owes its negative lag: wakes where it went to sleep
-            t.deadline = t.vruntime + slice;
+            se.deadline = se.vruntime + slice;
             return;
         }
-        let lag = if t.vlag > 0 && n > 0 {
-            t.vlag as i128 * (n as i128 + 1) / n as i128
+        let lag = if se.vlag > 0 && n > 0 {
+            se.vlag as i128 * (n as i128 + 1) / n as i128
         } else {
             0
         };
-        t.vruntime = (v as i128 - lag).max(0) as u64;
-        t.deadline = t.vruntime + slice;
+        se.vruntime = (v as i128 - lag).max(0) as u64;
+        se.deadline = se.vruntime + slice;
     }
 
     /// `update_entity_lag` as the task leaves the run queue to sleep.
     fn save_lag(&mut self, pid: Pid) {
         let (v, _) = self.avg_vruntime();
         self.rq.cfs.v_empty = v;
-        let tick = self.jif.start_of(self.jif.base + 1); // TICK_NSEC
-        let limit = (2 * self.rq.vslice).max(tick) as i64;
-        let t = &mut self.tasks[pid];
-        let lag = (v as i64 - t.vruntime as i64).clamp(-limit, limit);
-        t.vlag = lag;
-        t.delayed = lag < 0;
+        let limit = self.lag_limit() as i64;
+        let se = &mut self.tasks[pid].se;
+        let lag = (v as i64 - se.vruntime as i64).clamp(-limit, limit);
+        se.vlag = lag;
+        se.delayed = lag < 0;
     }
 
     /// Autogroup: is `pid` in the root task group (a kernel thread)?
@@ -327,11 +346,12 @@ impl Kernel {
         (self.rq.group_nr_running as u64).clamp(1, self.cpus.len() as u64)
     }
 
-    /// The lag the root queue lets an entity keep, in its own virtual time:
-    /// max(2 slices, a tick), scaled by NICE_0_LOAD / weight
-    /// (`update_entity_lag`).
-    fn root_lag_limit(&self) -> u64 {
-        let tick = self.jif.start_of(self.jif.base + 1);
+    /// The lag a nice-0 entity may keep, in its own virtual time: max(2
+    /// slices, TICK_NSEC) (`update_entity_lag`; an entity of lesser weight,
+    /// as the group's in the root queue, scales it by NICE_0_LOAD /
+    /// weight).
+    fn lag_limit(&self) -> u64 {
+        let tick = self.jif.start_of(self.jif.base + 1); // TICK_NSEC
         (2 * self.rq.vslice).max(tick)
     }
 
@@ -341,7 +361,7 @@ impl Kernel {
     /// sleeps after each item has no positive lag to keep.
     fn place_kthread(&mut self, pid: Pid) {
         let cpu = self.tasks[pid].cpu;
-        self.tasks[pid].vruntime = self.cpus[cpu].gvr;
+        self.tasks[pid].se.vruntime = self.cpus[cpu].gvr;
     }
 
     /// Kernel thread `pid`'s vruntime on `cpu`'s root timeline: the same
@@ -349,7 +369,7 @@ impl Kernel {
     /// migrates).
     fn root_vruntime_on(&self, cpu: usize, pid: Pid) -> i128 {
         let t = &self.tasks[pid];
-        t.vruntime as i128 + self.cpus[cpu].gvr as i128 - self.cpus[t.cpu].gvr as i128
+        t.se.vruntime as i128 + self.cpus[cpu].gvr as i128 - self.cpus[t.cpu].gvr as i128
     }
 
     /// A kernel thread moves to `cpu`'s root queue.
@@ -357,7 +377,7 @@ impl Kernel {
         if self.tasks[pid].cpu != cpu {
             let v = self.root_vruntime_on(cpu, pid).max(0) as u64;
             let t = &mut self.tasks[pid];
-            t.vruntime = v;
+            t.se.vruntime = v;
             t.cpu = cpu;
         }
     }
@@ -369,13 +389,13 @@ impl Kernel {
     /// kernel clamps an entity's lag when it leaves and rejoins the queue.
     fn root_prefers_kthread(&mut self, cpu: usize, k: Pid) -> bool {
         debug_assert_eq!(self.tasks[k].cpu, cpu);
-        let limit = self.root_lag_limit();
+        let limit = self.lag_limit();
         let g_limit = limit * self.group_scale();
         let c = &mut self.cpus[cpu];
         let t = &mut self.tasks[k];
-        c.gvr = c.gvr.max(t.vruntime.saturating_sub(g_limit));
-        t.vruntime = t.vruntime.max(c.gvr.saturating_sub(limit));
-        t.vruntime <= c.gvr
+        c.gvr = c.gvr.max(t.se.vruntime.saturating_sub(g_limit));
+        t.se.vruntime = t.se.vruntime.max(c.gvr.saturating_sub(limit));
+        t.se.vruntime <= c.gvr
     }
 
     /// Should the kernel thread running on `cpu` give the CPU up at its
@@ -388,7 +408,7 @@ impl Kernel {
         }
         // a thread queued on this CPU: the same timeline
         self.kq_best(cpu, false)
-            .is_some_and(|i| vk > self.tasks[self.rq.kq[i]].vruntime + self.rq.vslice)
+            .is_some_and(|i| vk > self.tasks[self.rq.kq[i]].se.vruntime + self.rq.vslice)
     }
 
     /// The next task for a free `cpu`: under autogroup the root queue picks
@@ -485,10 +505,10 @@ impl Kernel {
         let (v, _) = self.avg_vruntime();
         let cvr = self.cur_vruntime(cpu, cur);
         let eligible = cvr <= v;
-        if eligible && cvr < self.tasks[cur].vprot {
+        if eligible && cvr < self.tasks[cur].se.vprot {
             return; // run to parity
         }
-        let curr_wins = eligible && self.tasks[cur].deadline <= self.tasks[pid].deadline;
+        let curr_wins = eligible && self.tasks[cur].se.deadline <= self.tasks[pid].se.deadline;
         if curr_wins || self.pick_queued(v) != Some(pid) {
             return;
         }
@@ -531,7 +551,7 @@ impl Kernel {
         }
         if self.rq.policy == SchedPolicy::Eevdf {
             // set_protect_slice: protected up to the deadline it has now
-            self.tasks[pid].vprot = self.tasks[pid].deadline;
+            self.tasks[pid].se.vprot = self.tasks[pid].se.deadline;
         }
         if self.tasks[pid].woken {
             // A woken task's logic continues as soon as it is on a CPU; the
@@ -627,14 +647,14 @@ impl Kernel {
     fn charge_vruntime(&mut self, cpu: usize, pid: Pid, ran: Ns) {
         if self.rq.autogroup {
             if self.tasks[pid].kthread {
-                self.tasks[pid].vruntime += ran;
+                self.tasks[pid].se.vruntime += ran;
                 return;
             }
             let scale = self.group_scale();
             self.cpus[cpu].gvr += ran * scale;
         }
         if self.rq.policy == SchedPolicy::Eevdf {
-            self.tasks[pid].vruntime += ran;
+            self.tasks[pid].se.vruntime += ran;
         }
     }
 
@@ -650,16 +670,16 @@ impl Kernel {
 
     /// `should_preempt` under EEVDF.
     fn eevdf_should_preempt(&mut self, cpu: usize, pid: Pid) -> bool {
-        let vr = self.tasks[pid].vruntime;
+        let vr = self.tasks[pid].se.vruntime;
         let mut resched = std::mem::take(&mut self.cpus[cpu].resched);
-        let deadline = self.tasks[pid].deadline;
+        let deadline = self.tasks[pid].se.deadline;
         // update_deadline runs from update_curr, which the tick calls: the
         // task passed its deadline `vr - deadline` of CPU time ago, and it
         // counts once a tick has come since (HZ=250: up to 4 ms later)
         if vr >= deadline && self.jif.at_far(self.q.now() - (vr - deadline)) < self.jiffies() {
             // a new slice, and a resched while others wait
-            self.tasks[pid].deadline = vr + self.rq.vslice;
-            self.tasks[pid].vprot = self.tasks[pid].deadline;
+            self.tasks[pid].se.deadline = vr + self.rq.vslice;
+            self.tasks[pid].se.vprot = self.tasks[pid].se.deadline;
             resched = true;
         }
         if !resched || self.rq.cfs.is_empty() {
@@ -670,9 +690,9 @@ impl Kernel {
         let Some(best) = self.pick_queued(v) else {
             return false;
         };
-        let cur_ok = vr <= v && self.tasks[pid].deadline <= self.tasks[best].deadline;
+        let cur_ok = vr <= v && self.tasks[pid].se.deadline <= self.tasks[best].se.deadline;
         if cur_ok {
-            self.tasks[pid].vprot = self.tasks[pid].deadline;
+            self.tasks[pid].se.vprot = self.tasks[pid].se.deadline;
         }
         !cur_ok
     }
@@ -778,7 +798,7 @@ impl Kernel {
             SchedPolicy::Eevdf => {
                 !self.rq.cfs.is_empty()
                     && (self.cpus[cpu].resched
-                        || self.tasks[pid].vruntime >= self.tasks[pid].deadline)
+                        || self.tasks[pid].se.vruntime >= self.tasks[pid].se.deadline)
             }
         }
     }
@@ -1147,8 +1167,8 @@ mod tests {
     /// A queued task with the given vruntime and deadline (ns).
     fn queued(k: &mut Kernel, vruntime: u64, deadline: u64) -> Pid {
         let p = k.new_task("kworker/0:1".into(), Body::Kworker, None);
-        k.tasks[p].vruntime = vruntime;
-        k.tasks[p].deadline = deadline;
+        k.tasks[p].se.vruntime = vruntime;
+        k.tasks[p].se.deadline = deadline;
         k.rq_enqueue(p);
         p
     }
@@ -1237,22 +1257,22 @@ mod tests {
         assert_eq!(k.avg_vruntime(), (12_000_000, 3));
         // a positive lag comes back scaled by (n + 1) / n (PLACE_LAG)
         let p = k.new_task("kworker/0:2".into(), Body::Kworker, None);
-        k.tasks[p].vlag = 300_000;
+        k.tasks[p].se.vlag = 300_000;
         k.place_entity(p);
-        assert_eq!(k.tasks[p].vruntime, 12_000_000 - 400_000);
-        assert_eq!(k.tasks[p].deadline, 11_600_000 + 1_400_000);
+        assert_eq!(k.tasks[p].se.vruntime, 12_000_000 - 400_000);
+        assert_eq!(k.tasks[p].se.deadline, 11_600_000 + 1_400_000);
         // a negative lag is kept while V is below the task's vruntime...
-        k.tasks[p].vlag = -2_000_000;
-        k.tasks[p].delayed = true;
-        k.tasks[p].vruntime = 13_000_000;
+        k.tasks[p].se.vlag = -2_000_000;
+        k.tasks[p].se.delayed = true;
+        k.tasks[p].se.vruntime = 13_000_000;
         k.place_entity(p);
-        assert_eq!(k.tasks[p].vruntime, 13_000_000);
-        assert!(!k.tasks[p].delayed);
+        assert_eq!(k.tasks[p].se.vruntime, 13_000_000);
+        assert!(!k.tasks[p].se.delayed);
         // ...and gone once V has passed it (DELAY_ZERO): placed at V
-        k.tasks[p].delayed = true;
-        k.tasks[p].vruntime = 11_000_000;
+        k.tasks[p].se.delayed = true;
+        k.tasks[p].se.vruntime = 11_000_000;
         k.place_entity(p);
-        assert_eq!(k.tasks[p].vruntime, 12_000_000);
+        assert_eq!(k.tasks[p].se.vruntime, 12_000_000);
     }
 
     #[test]
@@ -1261,14 +1281,14 @@ mod tests {
         queued(&mut k, 50_000_000, 51_400_000);
         let p = k.new_task("dd".into(), Body::Kworker, None);
         // V = 50 ms; the limit is max(2 * 1.4 ms, 4 ms at HZ=250) = 4 ms
-        k.tasks[p].vruntime = 10_000_000;
+        k.tasks[p].se.vruntime = 10_000_000;
         k.save_lag(p);
-        assert_eq!(k.tasks[p].vlag, 4_000_000);
-        assert!(!k.tasks[p].delayed);
-        k.tasks[p].vruntime = 51_000_000;
+        assert_eq!(k.tasks[p].se.vlag, 4_000_000);
+        assert!(!k.tasks[p].se.delayed);
+        k.tasks[p].se.vruntime = 51_000_000;
         k.save_lag(p);
-        assert_eq!(k.tasks[p].vlag, -1_000_000);
-        assert!(k.tasks[p].delayed);
+        assert_eq!(k.tasks[p].se.vlag, -1_000_000);
+        assert!(k.tasks[p].se.delayed);
     }
 
     #[test]
@@ -1278,7 +1298,7 @@ mod tests {
         // the only one queued, at V = 50 ms
         let last = queued(&mut k, 50_000_000, 51_400_000);
         let ahead = k.new_task("dd".into(), Body::Kworker, None);
-        k.tasks[ahead].vruntime = 51_000_000;
+        k.tasks[ahead].se.vruntime = 51_000_000;
         k.save_lag(ahead);
         k.save_lag(last);
         k.rq_dequeue(last);
@@ -1287,11 +1307,11 @@ mod tests {
         // average, behind the delayed sleeper, not at 0 far behind it
         let p = k.new_task("dd".into(), Body::Kworker, None);
         k.place_entity(p);
-        assert_eq!(k.tasks[p].vruntime, 50_000_000);
+        assert_eq!(k.tasks[p].se.vruntime, 50_000_000);
         // the delayed one wakes where it slept, 1 ms ahead
         k.rq_enqueue(p);
         k.place_entity(ahead);
-        assert_eq!(k.tasks[ahead].vruntime, 51_000_000);
+        assert_eq!(k.tasks[ahead].se.vruntime, 51_000_000);
     }
 
     #[test]
@@ -1304,9 +1324,9 @@ mod tests {
             let w = k.new_task("kworker/u4:0".into(), Body::Kworker, None);
             assert!(k.tasks[w].kthread && !k.tasks[g].kthread);
             k.tasks[w].cpu = 0;
-            k.tasks[w].vruntime = 1;
+            k.tasks[w].se.vruntime = 1;
             k.place_kthread(w);
-            assert_eq!(k.tasks[w].vruntime, 5_000_000, "{sched}");
+            assert_eq!(k.tasks[w].se.vruntime, 5_000_000, "{sched}");
             k.rq_enqueue(w);
             assert_eq!(k.rq.kq.len(), 1);
             // CPU 1's queue does not hold it, and CPU 1 has group work
@@ -1322,7 +1342,7 @@ mod tests {
         k.cpus[0].gvr = 5_000_000;
         let w = k.new_task("kworker/u4:0".into(), Body::Kworker, None);
         k.tasks[w].cpu = 0;
-        k.tasks[w].vruntime = 5_000_001;
+        k.tasks[w].se.vruntime = 5_000_001;
         k.rq_enqueue(w);
         let g = group_task(&mut k);
         assert_eq!(k.pick_next(0), Some(g));
@@ -1331,7 +1351,7 @@ mod tests {
         k.cpus[1].gvr = 7_000_000;
         assert_eq!(k.pick_next(1), Some(w));
         k.migrate_kthread(1, w);
-        assert_eq!((k.tasks[w].cpu, k.tasks[w].vruntime), (1, 7_000_001));
+        assert_eq!((k.tasks[w].cpu, k.tasks[w].se.vruntime), (1, 7_000_001));
     }
 
     #[test]
@@ -1341,17 +1361,17 @@ mod tests {
         let mut k = autogroup("fifo");
         k.rq.group_nr_running = 5;
         assert_eq!(k.group_scale(), 2);
-        assert_eq!(k.root_lag_limit(), 4_000_000);
+        assert_eq!(k.lag_limit(), 4_000_000);
         let w = k.new_task("kworker/u4:0".into(), Body::Kworker, None);
         k.tasks[w].cpu = 0;
         // the group slept on this CPU while the thread ran 100 ms
-        k.tasks[w].vruntime = 100_000_000;
+        k.tasks[w].se.vruntime = 100_000_000;
         assert!(!k.root_prefers_kthread(0, w));
         assert_eq!(k.cpus[0].gvr, 92_000_000);
         // the thread fell 50 ms behind: it keeps 4 ms of it
         k.cpus[0].gvr = 150_000_000;
         assert!(k.root_prefers_kthread(0, w));
-        assert_eq!(k.tasks[w].vruntime, 146_000_000);
+        assert_eq!(k.tasks[w].se.vruntime, 146_000_000);
     }
 
     #[test]
@@ -1372,8 +1392,8 @@ mod tests {
         // under FIFO a group task has none
         let w = k.new_task("kworker/u4:0".into(), Body::Kworker, None);
         k.charge_vruntime(1, w, 1_000_000);
-        assert_eq!((k.tasks[w].vruntime, k.cpus[1].gvr), (1_000_000, 0));
-        assert_eq!(k.tasks[g].vruntime, 0);
+        assert_eq!((k.tasks[w].se.vruntime, k.cpus[1].gvr), (1_000_000, 0));
+        assert_eq!(k.tasks[g].se.vruntime, 0);
     }
 
     #[test]
@@ -1444,9 +1464,13 @@ mod tests {
                     .collect();
                 let want = queued_now
                     .iter()
-                    .filter(|&&p| k.tasks[p].vruntime <= v)
-                    .min_by_key(|&&p| (k.tasks[p].deadline, p))
-                    .or_else(|| queued_now.iter().min_by_key(|&&p| (k.tasks[p].vruntime, p)))
+                    .filter(|&&p| k.tasks[p].se.vruntime <= v)
+                    .min_by_key(|&&p| (k.tasks[p].se.deadline, p))
+                    .or_else(|| {
+                        queued_now
+                            .iter()
+                            .min_by_key(|&&p| (k.tasks[p].se.vruntime, p))
+                    })
                     .copied();
                 let got = k.rq_pop();
                 assert_eq!(got, want, "round {round}");
@@ -1482,16 +1506,16 @@ mod tests {
         k.cpus[0].cur = Some(run);
         k.cpus[0].seg_start = k.now();
         k.tasks[run].state = RunState::Running;
-        k.tasks[run].vruntime = 250_000;
-        k.tasks[run].deadline = 0;
+        k.tasks[run].se.vruntime = 250_000;
+        k.tasks[run].se.deadline = 0;
         assert!(!k.should_preempt(0, run));
-        assert_eq!(k.tasks[run].deadline, 0);
+        assert_eq!(k.tasks[run].se.deadline, 0);
         // the tick has come: a new deadline, and the waiting task's turn
         at(&mut k, tick + 1);
-        k.tasks[run].vruntime += 500_001; // accounted
+        k.tasks[run].se.vruntime += 500_001; // accounted
         k.cpus[0].seg_start = k.now();
         assert!(k.should_preempt(0, run));
-        assert_eq!(k.tasks[run].deadline, 750_001 + k.rq.vslice);
+        assert_eq!(k.tasks[run].se.deadline, 750_001 + k.rq.vslice);
         assert_eq!(k.pick_queued(k.avg_vruntime().0), Some(wait));
     }
 }
