@@ -183,7 +183,9 @@ impl Rq {
 }
 
 /// Ticks of task timers kept on the wheel (`Kernel::timer_slots`); a
-/// longer sleep queues its own wakeup.
+/// longer sleep queues its own wakeup. wbsim's figure; it is above
+/// MAX_PAUSE at HZ=1000 (200 ticks, 208 after the wheel's rounding), so
+/// every balance_dirty_pages pause joins the wheel.
 const TIMER_SLOTS: usize = 256;
 
 impl Kernel {
@@ -943,6 +945,7 @@ impl Kernel {
             None => (idle.as_str(), 0),
         };
         let ctx = if pp == 0 { "<idle>" } else { pc.as_str() };
+        // prio 120: every task is at nice 0 (DEFAULT_PRIO)
         crate::trace::format_line(
             &mut self.tracer.buf,
             self.q.now(),
@@ -995,6 +998,7 @@ impl Kernel {
         };
         let t = &self.tasks[pid];
         let (comm, tp) = (t.comm.clone(), t.pid);
+        // prio 120: DEFAULT_PRIO, as in `sched_switch`
         crate::trace::format_line(
             &mut self.tracer.buf,
             self.q.now(),
@@ -1126,11 +1130,6 @@ impl Kernel {
         };
         self.tasks[pid].body = Some(body);
         action
-    }
-
-    /// Is `pid` currently waiting for an explicit wakeup (not a timer)?
-    pub fn is_blocked(&self, pid: Pid) -> bool {
-        self.tasks[pid].state == RunState::Sleeping
     }
 }
 

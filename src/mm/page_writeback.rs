@@ -56,6 +56,7 @@ impl Default for WbDomain {
             dirty_throttle_leaks: Vec::new(),
             totalreserve_pages: 0,
             reclaim_cursor: 0,
+            // the legacy policy's shift is set by mm_init
             vm_dirties: crate::klib::proportions::PropGlobal::new(16),
             limits_cache: None,
         }
@@ -358,6 +359,7 @@ pub fn update_dirty_ratelimit(
     );
     let shift = dirty_ratelimit / (2 * step + 1);
     step = if shift < 64 {
+        // BITS_PER_LONG: a longer shift would leave nothing
         div_round_up(step >> shift, 8)
     } else {
         0
@@ -398,9 +400,17 @@ pub fn dirty_poll_interval(dirty: u64, thresh: u64) -> u64 {
     }
 }
 
-/// `MAX_PAUSE`: max(HZ/5, 1).
+/// `MAX_PAUSE`: max(HZ/5, 1). `BANDWIDTH_INTERVAL` has the same value.
 pub fn max_pause_jiffies(hz: u64) -> u64 {
     (hz / 5).max(1)
+}
+
+/// The ratelimit while the wb's `dirty_exceeded` is set: 32 KiB worth of
+/// pages (`balance_dirty_pages_ratelimited_flags`; 3.2's
+/// `balance_dirty_pages_ratelimited_nr` has the same).
+#[inline]
+pub fn dirty_exceeded_ratelimit(page_size: u64) -> u64 {
+    32 >> (ilog2(page_size) - 10)
 }
 
 /// `wb_max_pause`: never sleep long enough to drain 1/8 of the wb's dirty pages.
@@ -429,6 +439,8 @@ pub fn wb_min_pause(
     let lo = ilog2(dirty_ratelimit_wb) as i64;
     let max_pause = max_pause as i64;
     let hz_i = hz as i64;
+    // 10 ms for one dirtier, and about 10 ms more each time the dirtiers
+    // double (the kernel's figures)
     let mut t: i64 = (hz_i / 100).max(1);
     if hi > lo {
         t += (hi - lo) * (10 * hz_i) / 1024;
@@ -512,6 +524,7 @@ impl Kernel {
             self.global_dirtyable_memory(),
         );
         self.dom.dirty_limit = thresh;
+        // the kernel's figures: 1/32 of the threshold per CPU, at least 16 pages
         self.dom.ratelimit_pages = (thresh / (self.sc.machine.cpus as u64 * 32)).max(16);
     }
 
@@ -610,7 +623,8 @@ impl Kernel {
         dtc.wb_dirty = w.reclaimable + w.writeback;
     }
 
-    /// `wb_stat_error()`: the per-CPU counter slack.
+    /// `wb_stat_error()`: the per-CPU counter slack, `WB_STAT_BATCH`
+    /// (8 × (1 + ilog2(CPUs))) for each CPU.
     pub fn wb_stat_error(&self) -> u64 {
         let n = self.sc.machine.cpus as u64;
         n * 8 * (1 + ilog2(n))
@@ -746,6 +760,7 @@ impl Kernel {
             .completions
             .add_max(&mut self.dom.completions, n, max);
         if self.dom.period_time == 0 {
+            // VM_COMPLETIONS_PERIOD_LEN: 3 s
             let mut pt = self.jiffies() + 3 * self.hz();
             if pt == 0 {
                 pt = 1;
@@ -760,7 +775,7 @@ impl Kernel {
     /// completions.
     pub fn writeout_period(&mut self) {
         let now = self.jiffies();
-        let period = 3 * self.hz();
+        let period = 3 * self.hz(); // VM_COMPLETIONS_PERIOD_LEN
         let miss = (now - self.dom.period_time.min(now)) / period;
         if self.dom.completions.new_period(miss + 1) {
             self.dom.period_time += (miss + 1) * period;
@@ -774,7 +789,7 @@ impl Kernel {
     /// `balance_dirty_pages_ratelimited_flags`, called after a task dirtied
     /// pages. Returns `Some(wake_time)` if the task must sleep.
     pub fn balance_dirty_pages_ratelimited(&mut self, pid: Pid, wb: WbId) -> Option<Ns> {
-        let exceeded_rl = 32 >> (ilog2(self.page_size()) - 10);
+        let exceeded_rl = dirty_exceeded_ratelimit(self.page_size());
         let t = &self.tasks[pid];
         let cpu = t.cpu;
         let mut ratelimit = t.nr_dirtied_pause;
@@ -809,7 +824,7 @@ impl Kernel {
         let cpu = t.cpu;
         let mut ratelimit = t.nr_dirtied_pause;
         if self.wbs[wb].dirty_exceeded {
-            ratelimit = ratelimit.min(32 >> (ilog2(self.page_size()) - 10));
+            ratelimit = ratelimit.min(dirty_exceeded_ratelimit(self.page_size()));
         }
         if t.nr_dirtied >= ratelimit {
             self.dom.bdp_ratelimits[cpu] = 0;
@@ -834,7 +849,7 @@ impl Kernel {
         let t = &self.tasks[pid];
         let mut ratelimit = t.nr_dirtied_pause;
         if self.wbs[wb].dirty_exceeded {
-            ratelimit = ratelimit.min(32 >> (ilog2(self.page_size()) - 10));
+            ratelimit = ratelimit.min(dirty_exceeded_ratelimit(self.page_size()));
         }
         let own = ratelimit.saturating_sub(t.nr_dirtied);
         let cpu_left = self
@@ -987,7 +1002,6 @@ impl Kernel {
             wb_dirty: g.wb_dirty,
         };
         self.tasks[pid].throttle = ThrottleCall::V6(call);
-        // io_schedule_timeout(pause): the timer fires at the tick jiffies+pause
         // io_schedule_timeout(pause): a timer-wheel timer for jiffies + pause
         Some(self.timer_fire_time(self.jiffies() + pause as u64))
     }

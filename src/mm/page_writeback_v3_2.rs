@@ -51,7 +51,7 @@ pub fn bdi_position_ratio_v32(
 pub fn bdi_max_pause_v32(hz: u64, avg_write_bw: u64, dirty_ratelimit: u64, bdi_dirty: u64) -> u64 {
     let hi = ilog2(avg_write_bw);
     let lo = ilog2(dirty_ratelimit);
-    let mut t = hz / 50;
+    let mut t = hz / 50; // 20 ms for one dirtier
     if hi > lo {
         t += (hi - lo) * (20 * hz) / 1024;
     }
