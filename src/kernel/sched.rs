@@ -600,15 +600,16 @@ impl Kernel {
     /// Run `pid`'s current burst on `cpu` until it ends or its slice is used up.
     fn run_burst(&mut self, cpu: usize, pid: Pid) {
         let now = self.q.now();
-        let slice = match self.rq.policy {
+        // (an `if` rather than a `match`: the fifo path is then laid out
+        // straight through)
+        let slice = if self.rq.policy == SchedPolicy::Eevdf {
             // PREEMPT_NONE: kernel work runs to its end (the tick only
             // flags a resched, `update_deadline`)
-            SchedPolicy::Eevdf => self.tasks[pid].burst_left.max(1),
-            SchedPolicy::Fifo => {
-                let used = now - self.cpus[cpu].since;
-                let left_in_slice = self.sc.machine.cost.sched_slice.saturating_sub(used).max(1);
-                self.tasks[pid].burst_left.min(left_in_slice).max(1)
-            }
+            self.tasks[pid].burst_left.max(1)
+        } else {
+            let used = now - self.cpus[cpu].since;
+            let left_in_slice = self.sc.machine.cost.sched_slice.saturating_sub(used).max(1);
+            self.tasks[pid].burst_left.min(left_in_slice).max(1)
         };
         let c = &mut self.cpus[cpu];
         c.cur = Some(pid);
