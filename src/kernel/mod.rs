@@ -18,7 +18,6 @@ use crate::sim::{EventQueue, Jiffies, Ns, Prng};
 use crate::trace::Tracer;
 use crate::workload::dd::DdWriter;
 use sched::Cpu;
-use std::collections::VecDeque;
 
 pub type Pid = usize;
 pub type WbId = usize;
@@ -138,31 +137,19 @@ pub struct Task {
     pub dirty_paused_when: u64,
     /// Bytes written by write(2) (/proc/PID/io wchar).
     pub wchar: u64,
-    /// Inside a sleeping balance_dirty_pages() call.
-    pub bdp: Option<crate::mm::page_writeback::BdpCall>,
+    /// Inside a balance_dirty_pages() call that sleeps (or writes back).
+    pub throttle: crate::mm::page_writeback::ThrottleCall,
     /// The task's block plug (`current->plug`).
     pub plug: Option<crate::block::blk_mq::Plug>,
     pub nivcsw: u64,
-    /// EEVDF: virtual runtime (ns; every task has nice 0's weight), the
-    /// virtual deadline, the protected point (run to parity) and the lag
-    /// kept across a sleep.
-    pub vruntime: u64,
-    pub deadline: u64,
-    pub vprot: u64,
-    pub vlag: i64,
-    /// EEVDF: the task went to sleep with negative lag and keeps its
-    /// vruntime until the queue's average passes it (DELAY_DEQUEUE).
-    pub delayed: bool,
+    /// The task's `sched_entity`: EEVDF's, and a kernel thread's in the
+    /// root queue under autogroup.
+    pub se: sched::SchedEntity,
     pub pid: u32,
     pub comm: String,
     /// Files created (fs_mark).
     pub files_created: u64,
     pub job: Option<usize>,
-    /// Inside a 3.2 balance_dirty_pages() call that slept (boxed, as
-    /// below: only such a task holds one).
-    pub v32: Option<Box<crate::mm::page_writeback_v3_2::V32Call>>,
-    /// Inside a legacy (pre-3.2) balance_dirty_pages() call.
-    pub legacy: Option<Box<crate::mm::page_writeback_legacy::LegacyCall>>,
     /// `task->dirties`: this task's share of recent dirtyings (pre-3.2).
     pub dirties: crate::klib::proportions::PropLocal,
     /// Foreground writeback done by this task (legacy policy): calls and pages.
@@ -195,32 +182,8 @@ pub struct Kernel {
     pub unplug_depths: Vec<u32>,
     pub tasks: Vec<Task>,
     pub cpus: Vec<Cpu>,
-    pub runqueue: VecDeque<Pid>,
-    /// `machine.sched` is `eevdf`.
-    pub sched_eevdf: bool,
-    /// EEVDF: the queued (runnable, not running) tasks whose deadline is
-    /// their vruntime plus one slice, as `place_entity` sets it, by
-    /// vruntime (and so by deadline too): a min-heap, since such a task
-    /// only ever leaves the queue as its first.
-    pub rq_heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, Pid)>>,
-    /// EEVDF: the other queued tasks (preempted with a deadline set
-    /// earlier), unordered; few.
-    pub rq_odd: Vec<Pid>,
-    /// EEVDF: the sum of the queued tasks' vruntimes (for `avg_vruntime`).
-    pub rq_vsum: u128,
-    /// EEVDF: the average vruntime an empty queue keeps, the one the last
-    /// task to leave saw (see `avg_vruntime`).
-    pub v_empty: u64,
-    /// EEVDF's slice: the base slice scaled by 1 + ilog2(min(cpus, 8)).
-    pub vslice: Ns,
-    /// `machine.autogroup`: the workload's tasks share one task group
-    /// (their session's autogroup) and kernel threads sit in the root
-    /// group beside it.
-    pub autogroup: bool,
-    /// Autogroup: the root group's queued kernel threads, in wakeup order.
-    pub kq: VecDeque<Pid>,
-    /// Autogroup: the workload's runnable tasks (queued and running).
-    pub group_nr_running: u32,
+    /// The run queue and the scheduler's state (`struct rq`).
+    pub rq: sched::Rq,
     pub tracer: Tracer,
     pub rec: Recorder,
     /// Per-job fs_mark state (empty entries for other jobs).
@@ -282,17 +245,7 @@ impl Kernel {
             unplug_depths: Vec::new(),
             tasks: Vec::new(),
             cpus: (0..ncpu).map(|_| Cpu::default()).collect(),
-            runqueue: VecDeque::new(),
-            sched_eevdf: sc.machine.sched == crate::scenario::SchedPolicy::Eevdf,
-            rq_heap: Default::default(),
-            rq_odd: Vec::new(),
-            rq_vsum: 0,
-            v_empty: 0,
-            autogroup: sc.machine.autogroup == Some(true),
-            kq: VecDeque::new(),
-            group_nr_running: 0,
-            vslice: sc.machine.sched_base_slice
-                * (1 + crate::klib::ilog2(sc.machine.cpus.min(8) as u64)),
+            rq: sched::Rq::new(&sc.machine),
             tracer,
             rec: Recorder::default(),
             fsmark: Vec::new(),
@@ -319,6 +272,8 @@ impl Kernel {
 
     pub fn new_task(&mut self, comm: String, body: Body, job: Option<usize>) -> Pid {
         let idx = self.tasks.len();
+        // wbsim's numbering, not the kernel's: kernel threads from 200, the
+        // workload's tasks from 1000
         let pid = match body {
             Body::Flusher(_) | Body::Kworker | Body::Driver(_) => 200 + idx as u32,
             Body::Dd(_) | Body::FsMark(_) | Body::Launcher(_) => 1000 + idx as u32,
@@ -336,11 +291,7 @@ impl Kernel {
             burst_user_left: 0,
             woken: false,
             need_resched: false,
-            delayed: false,
-            vruntime: 0,
-            deadline: 0,
-            vprot: 0,
-            vlag: 0,
+            se: Default::default(),
             nvcsw: 0,
             nivcsw: 0,
             utime: 0,
@@ -349,9 +300,7 @@ impl Kernel {
             // kernel/fork.c: 128 KiB worth of pages
             nr_dirtied_pause: 128 >> (crate::klib::ilog2(self.sc.machine.page_size) - 10),
             dirty_paused_when: 0,
-            bdp: None,
-            legacy: None,
-            v32: None,
+            throttle: Default::default(),
             plug: None,
             dirties: Default::default(),
             legacy_writeback_calls: 0,
@@ -610,11 +559,29 @@ impl Kernel {
 }
 
 /// The bytes at the start of a task that a dd writer's wakeups touch (up
-/// to `plug`): four cache lines.
+/// to `plug`, and the vruntime under EEVDF): four cache lines.
 const TASK_HOT_BYTES: usize = 256;
-/// How many events ahead a task is prefetched.
+/// How many events ahead a task is prefetched: wbsim's tuning for a
+/// thousand dd writers (a hint only; no output depends on it).
 const PREFETCH_AHEAD: usize = 3;
-const _: () = assert!(std::mem::offset_of!(Task, nivcsw) <= TASK_HOT_BYTES);
+/// What a dd writer's wakeup reads lies in those lines: the scheduling
+/// fields, the body, the dirty-throttling counters, the throttle call
+/// (a 6.x one inline), the plug and, under EEVDF, the entity's vruntime.
+const _: () = {
+    use std::mem::{offset_of, size_of};
+    assert!(
+        offset_of!(Task, se) + offset_of!(sched::SchedEntity, vruntime) + size_of::<u64>()
+            <= TASK_HOT_BYTES
+    );
+    assert!(
+        offset_of!(Task, throttle) + size_of::<crate::mm::page_writeback::ThrottleCall>()
+            <= TASK_HOT_BYTES
+    );
+    assert!(
+        offset_of!(Task, plug) + size_of::<Option<crate::block::blk_mq::Plug>>() <= TASK_HOT_BYTES
+    );
+    assert!(offset_of!(Task, nivcsw) + size_of::<u64>() <= TASK_HOT_BYTES);
+};
 /// A task's size, which a thousand writers' wakeups walk through: the state
 /// of the older throttles' calls (3.2, legacy: 96 and 224 bytes) is boxed,
 /// held only by a task inside such a call.

@@ -51,7 +51,10 @@
 //! /proc/PID/status.
 
 use super::{Action, Ev, Kernel, Pid, RunState};
+use crate::scenario::{Machine, SchedPolicy};
 use crate::sim::Ns;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 #[derive(Default, Clone, Debug)]
 pub struct Cpu {
@@ -75,14 +78,120 @@ pub struct Cpu {
     pub left: Option<(Pid, &'static str)>,
 }
 
+/// A task's place on EEVDF's timeline (`struct sched_entity`, every task
+/// at nice 0's weight). Under autogroup a kernel thread's entity sits in
+/// the root queue, under either policy. Laid out in declaration order:
+/// the vruntime, which every wakeup under EEVDF reads, first.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SchedEntity {
+    /// Virtual runtime (ns).
+    pub vruntime: u64,
+    /// The virtual deadline.
+    pub deadline: u64,
+    /// The protected point (run to parity, `set_protect_slice`).
+    pub vprot: u64,
+    /// The lag kept across a sleep.
+    pub vlag: i64,
+    /// The task went to sleep with negative lag and keeps its vruntime
+    /// until the queue's average passes it (DELAY_DEQUEUE, `sched_delayed`).
+    pub delayed: bool,
+}
+
+/// The run queue (`struct rq`): one for all the CPUs, holding the
+/// workload's queued tasks under the policy of `machine.sched` and, under
+/// autogroup, the root group's queued kernel threads beside them.
+#[derive(Debug)]
+pub struct Rq {
+    /// `machine.sched`.
+    pub policy: SchedPolicy,
+    /// `fifo`: the queued tasks, first come first served.
+    pub fifo: VecDeque<Pid>,
+    /// `eevdf`: the queued tasks (`struct cfs_rq`).
+    pub cfs: CfsRq,
+    /// EEVDF's slice: the base slice scaled by 1 + ilog2(min(cpus, 8))
+    /// (`update_sysctl`, `get_update_sysctl_factor`). The root queue's
+    /// lag limit under autogroup reads it under either policy.
+    pub vslice: Ns,
+    /// `machine.autogroup`: the workload's tasks share one task group
+    /// (their session's autogroup) and kernel threads sit in the root
+    /// group beside it.
+    pub autogroup: bool,
+    /// Autogroup: the root group's queued kernel threads, in wakeup order.
+    pub kq: VecDeque<Pid>,
+    /// Autogroup: the workload's runnable tasks (queued and running; the
+    /// group's `h_nr_running`).
+    pub group_nr_running: u32,
+}
+
+/// EEVDF's queue of the workload's tasks (`struct cfs_rq`, every task at
+/// nice 0).
+#[derive(Debug, Default)]
+pub struct CfsRq {
+    /// The queued (runnable, not running) tasks whose deadline is their
+    /// vruntime plus one slice, as `place_entity` sets it, by vruntime
+    /// (and so by deadline too): a min-heap, since such a task only ever
+    /// leaves the queue as its first.
+    pub heap: BinaryHeap<Reverse<(u64, Pid)>>,
+    /// The other queued tasks (preempted with a deadline set earlier),
+    /// unordered; few.
+    pub odd: Vec<Pid>,
+    /// The sum of the queued tasks' vruntimes (for `avg_vruntime`).
+    pub vsum: u128,
+    /// The average vruntime an empty queue keeps, the one the last task
+    /// to leave saw (see `avg_vruntime`).
+    pub v_empty: u64,
+}
+
+impl CfsRq {
+    /// How many tasks are queued.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.heap.len() + self.odd.len()
+    }
+
+    /// Is no task queued?
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl Rq {
+    /// The empty run queue of machine `m`, under its policy.
+    pub fn new(m: &Machine) -> Rq {
+        Rq {
+            policy: m.sched,
+            fifo: VecDeque::new(),
+            cfs: CfsRq::default(),
+            vslice: m.sched_base_slice * (1 + crate::klib::ilog2(m.cpus.min(8) as u64)),
+            autogroup: m.autogroup == Some(true),
+            kq: VecDeque::new(),
+            group_nr_running: 0,
+        }
+    }
+
+    /// Does the workload (the group, under autogroup) have a task waiting
+    /// for a CPU?
+    #[inline]
+    pub fn group_waiting(&self) -> bool {
+        match self.policy {
+            SchedPolicy::Fifo => !self.fifo.is_empty(),
+            SchedPolicy::Eevdf => !self.cfs.is_empty(),
+        }
+    }
+}
+
 /// Ticks of task timers kept on the wheel (`Kernel::timer_slots`); a
-/// longer sleep queues its own wakeup.
+/// longer sleep queues its own wakeup. wbsim's figure; it is above
+/// MAX_PAUSE at HZ=1000 (200 ticks, 208 after the wheel's rounding), so
+/// every balance_dirty_pages pause joins the wheel.
 const TIMER_SLOTS: usize = 256;
 
 impl Kernel {
     /// The running task's vruntime now.
     fn cur_vruntime(&self, cpu: usize, pid: Pid) -> u64 {
-        self.tasks[pid].vruntime + (self.q.now() - self.cpus[cpu].seg_start)
+        self.tasks[pid].se.vruntime + (self.q.now() - self.cpus[cpu].seg_start)
     }
 
     /// `avg_vruntime`: the mean vruntime of the queued and running tasks,
@@ -92,8 +201,8 @@ impl Kernel {
     /// A task waking to an empty queue is so placed on the delayed
     /// sleepers' timeline, not at 0.
     fn avg_vruntime(&self) -> (u64, u64) {
-        let mut sum = self.rq_vsum;
-        let mut n = self.rq_len() as u64;
+        let mut sum = self.rq.cfs.vsum;
+        let mut n = self.rq.cfs.len() as u64;
         for (c, cpu) in self.cpus.iter().enumerate() {
             if let Some(p) = cpu.cur.filter(|&p| !self.root_task(p)) {
                 sum += self.cur_vruntime(c, p) as u128;
@@ -101,7 +210,7 @@ impl Kernel {
             }
         }
         if n == 0 {
-            return (self.v_empty, 0);
+            return (self.rq.cfs.v_empty, 0);
         }
         // a 64-bit division when the sum fits, as it does unless the tasks
         // have run for weeks (a 128-bit one is a slow library call)
@@ -112,56 +221,53 @@ impl Kernel {
         (v, n)
     }
 
-    /// Does queued task `pid` belong in `rq_heap` (deadline = vruntime +
-    /// slice) rather than `rq_odd`?
+    /// Does queued task `pid` belong in `cfs.heap` (deadline = vruntime +
+    /// slice) rather than `cfs.odd`?
     #[inline]
-    fn in_rq_heap(&self, pid: Pid) -> bool {
-        self.tasks[pid].deadline == self.tasks[pid].vruntime + self.vslice
+    fn in_cfs_heap(&self, pid: Pid) -> bool {
+        self.tasks[pid].se.deadline == self.tasks[pid].se.vruntime + self.rq.vslice
     }
 
     fn rq_enqueue(&mut self, pid: Pid) {
         if self.root_task(pid) {
-            self.kq.push_back(pid);
-        } else if self.sched_eevdf {
-            let v = self.tasks[pid].vruntime;
-            if self.in_rq_heap(pid) {
-                self.rq_heap.push(std::cmp::Reverse((v, pid)));
-            } else {
-                self.rq_odd.push(pid);
-            }
-            self.rq_vsum += v as u128;
-        } else {
-            self.runqueue.push_back(pid);
+            self.rq.kq.push_back(pid);
+            return;
         }
-    }
-
-    /// How many tasks are queued (EEVDF).
-    #[inline]
-    fn rq_len(&self) -> usize {
-        self.rq_heap.len() + self.rq_odd.len()
+        match self.rq.policy {
+            SchedPolicy::Fifo => self.rq.fifo.push_back(pid),
+            SchedPolicy::Eevdf => {
+                let v = self.tasks[pid].se.vruntime;
+                if self.in_cfs_heap(pid) {
+                    self.rq.cfs.heap.push(Reverse((v, pid)));
+                } else {
+                    self.rq.cfs.odd.push(pid);
+                }
+                self.rq.cfs.vsum += v as u128;
+            }
+        }
     }
 
     /// `pick_eevdf` over the queued tasks: the eligible one (vruntime <= V)
     /// with the earliest deadline (ties to the lower pid), or the least
-    /// vruntime if none is. In `rq_heap` the first task has both the least
-    /// vruntime and the earliest deadline; `rq_odd` is scanned.
+    /// vruntime if none is. In `cfs.heap` the first task has both the least
+    /// vruntime and the earliest deadline; `cfs.odd` is scanned.
     fn pick_queued(&self, v: u64) -> Option<Pid> {
-        let first = self.rq_heap.peek().map(|r| r.0);
+        let first = self.rq.cfs.heap.peek().map(|r| r.0);
         let mut best = first
             .filter(|&(vr, _)| vr <= v)
-            .map(|(vr, p)| (vr + self.vslice, p));
-        for &p in &self.rq_odd {
-            let t = &self.tasks[p];
-            if t.vruntime <= v && best.is_none_or(|b| (t.deadline, p) < b) {
-                best = Some((t.deadline, p));
+            .map(|(vr, p)| (vr + self.rq.vslice, p));
+        for &p in &self.rq.cfs.odd {
+            let se = &self.tasks[p].se;
+            if se.vruntime <= v && best.is_none_or(|b| (se.deadline, p) < b) {
+                best = Some((se.deadline, p));
             }
         }
         if let Some((_, p)) = best {
             return Some(p);
         }
         let mut least = first;
-        for &p in &self.rq_odd {
-            let k = (self.tasks[p].vruntime, p);
+        for &p in &self.rq.cfs.odd {
+            let k = (self.tasks[p].se.vruntime, p);
             if least.is_none_or(|b| k < b) {
                 least = Some(k);
             }
@@ -170,65 +276,68 @@ impl Kernel {
     }
 
     fn rq_dequeue(&mut self, pid: Pid) {
-        let v = self.tasks[pid].vruntime;
-        if self.in_rq_heap(pid) {
-            let first = self.rq_heap.pop();
+        let v = self.tasks[pid].se.vruntime;
+        if self.in_cfs_heap(pid) {
+            let first = self.rq.cfs.heap.pop();
             debug_assert_eq!(first.map(|r| r.0), Some((v, pid)));
-        } else if let Some(i) = self.rq_odd.iter().position(|&p| p == pid) {
-            self.rq_odd.swap_remove(i);
+        } else if let Some(i) = self.rq.cfs.odd.iter().position(|&p| p == pid) {
+            self.rq.cfs.odd.swap_remove(i);
         }
-        self.rq_vsum -= v as u128;
+        self.rq.cfs.vsum -= v as u128;
     }
 
     /// Take the next task to run off the queue.
     fn rq_pop(&mut self) -> Option<Pid> {
-        if !self.sched_eevdf {
-            let next = self.runqueue.pop_front();
-            if let Some(&after) = self.runqueue.front() {
-                self.prefetch_task(after);
+        match self.rq.policy {
+            SchedPolicy::Fifo => {
+                let next = self.rq.fifo.pop_front();
+                if let Some(&after) = self.rq.fifo.front() {
+                    self.prefetch_task(after);
+                }
+                next
             }
-            return next;
+            SchedPolicy::Eevdf => {
+                let (v, _) = self.avg_vruntime();
+                let p = self.pick_queued(v)?;
+                self.rq_dequeue(p);
+                Some(p)
+            }
         }
-        let (v, _) = self.avg_vruntime();
-        let p = self.pick_queued(v)?;
-        self.rq_dequeue(p);
-        Some(p)
     }
 
     /// `place_entity`: a waking task's vruntime and deadline.
     fn place_entity(&mut self, pid: Pid) {
         let (v, n) = self.avg_vruntime();
-        let slice = self.vslice;
-        let t = &mut self.tasks[pid];
-        if std::mem::take(&mut t.delayed) && t.vruntime > v {
+        let slice = self.rq.vslice;
+        let se = &mut self.tasks[pid].se;
+        if std::mem::take(&mut se.delayed) && se.vruntime > v {
             // still owes its negative lag: wakes where it went to sleep
-            t.deadline = t.vruntime + slice;
+            se.deadline = se.vruntime + slice;
             return;
         }
-        let lag = if t.vlag > 0 && n > 0 {
-            t.vlag as i128 * (n as i128 + 1) / n as i128
+        let lag = if se.vlag > 0 && n > 0 {
+            se.vlag as i128 * (n as i128 + 1) / n as i128
         } else {
             0
         };
-        t.vruntime = (v as i128 - lag).max(0) as u64;
-        t.deadline = t.vruntime + slice;
+        se.vruntime = (v as i128 - lag).max(0) as u64;
+        se.deadline = se.vruntime + slice;
     }
 
     /// `update_entity_lag` as the task leaves the run queue to sleep.
     fn save_lag(&mut self, pid: Pid) {
         let (v, _) = self.avg_vruntime();
-        self.v_empty = v;
-        let tick = self.jif.start_of(self.jif.base + 1); // TICK_NSEC
-        let limit = (2 * self.vslice).max(tick) as i64;
-        let t = &mut self.tasks[pid];
-        let lag = (v as i64 - t.vruntime as i64).clamp(-limit, limit);
-        t.vlag = lag;
-        t.delayed = lag < 0;
+        self.rq.cfs.v_empty = v;
+        let limit = self.lag_limit() as i64;
+        let se = &mut self.tasks[pid].se;
+        let lag = (v as i64 - se.vruntime as i64).clamp(-limit, limit);
+        se.vlag = lag;
+        se.delayed = lag < 0;
     }
 
     /// Autogroup: is `pid` in the root task group (a kernel thread)?
     fn root_task(&self, pid: Pid) -> bool {
-        self.autogroup && self.tasks[pid].kthread
+        self.rq.autogroup && self.tasks[pid].kthread
     }
 
     /// NICE_0_LOAD over the weight of the group's entity on one CPU. The
@@ -236,15 +345,16 @@ impl Kernel {
     /// its load there (`calc_group_shares`); its runnable tasks spread over
     /// min(tasks, CPUs) of them.
     fn group_scale(&self) -> u64 {
-        (self.group_nr_running as u64).clamp(1, self.cpus.len() as u64)
+        (self.rq.group_nr_running as u64).clamp(1, self.cpus.len() as u64)
     }
 
-    /// The lag the root queue lets an entity keep, in its own virtual time:
-    /// max(2 slices, a tick), scaled by NICE_0_LOAD / weight
-    /// (`update_entity_lag`).
-    fn root_lag_limit(&self) -> u64 {
-        let tick = self.jif.start_of(self.jif.base + 1);
-        (2 * self.vslice).max(tick)
+    /// The lag a nice-0 entity may keep, in its own virtual time: max(2
+    /// slices, TICK_NSEC) (`update_entity_lag`; an entity of lesser weight,
+    /// as the group's in the root queue, scales it by NICE_0_LOAD /
+    /// weight).
+    fn lag_limit(&self) -> u64 {
+        let tick = self.jif.start_of(self.jif.base + 1); // TICK_NSEC
+        (2 * self.rq.vslice).max(tick)
     }
 
     /// `place_entity` for a kernel thread waking in the root queue of its
@@ -253,7 +363,7 @@ impl Kernel {
     /// sleeps after each item has no positive lag to keep.
     fn place_kthread(&mut self, pid: Pid) {
         let cpu = self.tasks[pid].cpu;
-        self.tasks[pid].vruntime = self.cpus[cpu].gvr;
+        self.tasks[pid].se.vruntime = self.cpus[cpu].gvr;
     }
 
     /// Kernel thread `pid`'s vruntime on `cpu`'s root timeline: the same
@@ -261,7 +371,7 @@ impl Kernel {
     /// migrates).
     fn root_vruntime_on(&self, cpu: usize, pid: Pid) -> i128 {
         let t = &self.tasks[pid];
-        t.vruntime as i128 + self.cpus[cpu].gvr as i128 - self.cpus[t.cpu].gvr as i128
+        t.se.vruntime as i128 + self.cpus[cpu].gvr as i128 - self.cpus[t.cpu].gvr as i128
     }
 
     /// A kernel thread moves to `cpu`'s root queue.
@@ -269,7 +379,7 @@ impl Kernel {
         if self.tasks[pid].cpu != cpu {
             let v = self.root_vruntime_on(cpu, pid).max(0) as u64;
             let t = &mut self.tasks[pid];
-            t.vruntime = v;
+            t.se.vruntime = v;
             t.cpu = cpu;
         }
     }
@@ -281,13 +391,13 @@ impl Kernel {
     /// kernel clamps an entity's lag when it leaves and rejoins the queue.
     fn root_prefers_kthread(&mut self, cpu: usize, k: Pid) -> bool {
         debug_assert_eq!(self.tasks[k].cpu, cpu);
-        let limit = self.root_lag_limit();
+        let limit = self.lag_limit();
         let g_limit = limit * self.group_scale();
         let c = &mut self.cpus[cpu];
         let t = &mut self.tasks[k];
-        c.gvr = c.gvr.max(t.vruntime.saturating_sub(g_limit));
-        t.vruntime = t.vruntime.max(c.gvr.saturating_sub(limit));
-        t.vruntime <= c.gvr
+        c.gvr = c.gvr.max(t.se.vruntime.saturating_sub(g_limit));
+        t.se.vruntime = t.se.vruntime.max(c.gvr.saturating_sub(limit));
+        t.se.vruntime <= c.gvr
     }
 
     /// Should the kernel thread running on `cpu` give the CPU up at its
@@ -295,37 +405,28 @@ impl Kernel {
     /// entity, or a slice ahead of a queued kernel thread.
     fn root_should_yield(&mut self, cpu: usize, pid: Pid) -> bool {
         let vk = self.cur_vruntime(cpu, pid);
-        if self.group_waiting() && vk > self.cpus[cpu].gvr {
+        if self.rq.group_waiting() && vk > self.cpus[cpu].gvr {
             return true;
         }
         // a thread queued on this CPU: the same timeline
         self.kq_best(cpu, false)
-            .is_some_and(|i| vk > self.tasks[self.kq[i]].vruntime + self.vslice)
+            .is_some_and(|i| vk > self.tasks[self.rq.kq[i]].se.vruntime + self.rq.vslice)
     }
 
     /// The next task for a free `cpu`: under autogroup the root queue picks
     /// between its kernel threads and the group, which picks among its own
     /// tasks by the policy.
     fn pick_next(&mut self, cpu: usize) -> Option<Pid> {
-        if self.autogroup {
-            let pull = !self.group_waiting();
+        if self.rq.autogroup {
+            let pull = !self.rq.group_waiting();
             if let Some(i) = self.kq_best(cpu, pull) {
-                let k = self.kq[i];
+                let k = self.rq.kq[i];
                 if pull || self.root_prefers_kthread(cpu, k) {
-                    return self.kq.remove(i);
+                    return self.rq.kq.remove(i);
                 }
             }
         }
         self.rq_pop()
-    }
-
-    /// Does the workload group have a task waiting for a CPU?
-    fn group_waiting(&self) -> bool {
-        if self.sched_eevdf {
-            self.rq_len() > 0
-        } else {
-            !self.runqueue.is_empty()
-        }
     }
 
     /// The kernel thread `cpu`'s root queue would pick: the one furthest
@@ -334,9 +435,9 @@ impl Kernel {
     /// work, `newidle_balance`), of all of them. The queue is a handful of
     /// threads at most.
     fn kq_best(&self, cpu: usize, pull: bool) -> Option<usize> {
-        (0..self.kq.len())
-            .filter(|&i| pull || self.tasks[self.kq[i]].cpu == cpu)
-            .min_by_key(|&i| (self.root_vruntime_on(cpu, self.kq[i]), i))
+        (0..self.rq.kq.len())
+            .filter(|&i| pull || self.tasks[self.rq.kq[i]].cpu == cpu)
+            .min_by_key(|&i| (self.root_vruntime_on(cpu, self.rq.kq[i]), i))
     }
 
     /// Ask for `user + sys` ns of CPU for `pid`; the task's `step` runs when
@@ -349,7 +450,7 @@ impl Kernel {
         let woken = t.woken;
         if woken && self.root_task(pid) {
             self.place_kthread(pid);
-        } else if self.sched_eevdf && woken {
+        } else if self.rq.policy == SchedPolicy::Eevdf && woken {
             self.place_entity(pid);
         }
         let last = self.tasks[pid].cpu;
@@ -388,7 +489,7 @@ impl Kernel {
         let Some(cur) = self.cpus[cpu].cur else {
             return;
         };
-        if self.autogroup && (self.tasks[pid].kthread || self.tasks[cur].kthread) {
+        if self.rq.autogroup && (self.tasks[pid].kthread || self.tasks[cur].kthread) {
             // the root run queue: a woken kernel thread is placed level
             // with the group and wins the next pick; a woken group task
             // wins it from a kernel thread that is ahead of the group.
@@ -398,7 +499,7 @@ impl Kernel {
             }
             return;
         }
-        if !self.sched_eevdf {
+        if self.rq.policy == SchedPolicy::Fifo {
             // FIFO: only flag it, for cond_resched() callers
             self.tasks[cur].need_resched = true;
             return;
@@ -406,10 +507,10 @@ impl Kernel {
         let (v, _) = self.avg_vruntime();
         let cvr = self.cur_vruntime(cpu, cur);
         let eligible = cvr <= v;
-        if eligible && cvr < self.tasks[cur].vprot {
+        if eligible && cvr < self.tasks[cur].se.vprot {
             return; // run to parity
         }
-        let curr_wins = eligible && self.tasks[cur].deadline <= self.tasks[pid].deadline;
+        let curr_wins = eligible && self.tasks[cur].se.deadline <= self.tasks[pid].se.deadline;
         if curr_wins || self.pick_queued(v) != Some(pid) {
             return;
         }
@@ -435,7 +536,7 @@ impl Kernel {
             let flagged = std::mem::take(&mut self.tasks[pid].need_resched);
             return flagged || self.root_should_yield(cpu, pid);
         }
-        let expired = !self.sched_eevdf && self.fifo_preempt_due(cpu);
+        let expired = self.rq.policy == SchedPolicy::Fifo && self.fifo_preempt_due(cpu);
         std::mem::take(&mut self.tasks[pid].need_resched) || expired
     }
 
@@ -450,9 +551,9 @@ impl Kernel {
         if self.root_task(pid) {
             self.migrate_kthread(cpu, pid);
         }
-        if self.sched_eevdf {
+        if self.rq.policy == SchedPolicy::Eevdf {
             // set_protect_slice: protected up to the deadline it has now
-            self.tasks[pid].vprot = self.tasks[pid].deadline;
+            self.tasks[pid].se.vprot = self.tasks[pid].se.deadline;
         }
         if self.tasks[pid].woken {
             // A woken task's logic continues as soon as it is on a CPU; the
@@ -482,7 +583,7 @@ impl Kernel {
                     self.tasks[pid].stime += w;
                     self.cpus[cpu].busy_ns += w;
                     self.charge_vruntime(cpu, pid, w);
-                    if self.sched_eevdf && !self.root_task(pid) {
+                    if self.rq.policy == SchedPolicy::Eevdf && !self.root_task(pid) {
                         self.save_lag(pid);
                     }
                     self.cpus[cpu].cur = None;
@@ -499,7 +600,9 @@ impl Kernel {
     /// Run `pid`'s current burst on `cpu` until it ends or its slice is used up.
     fn run_burst(&mut self, cpu: usize, pid: Pid) {
         let now = self.q.now();
-        let slice = if self.sched_eevdf {
+        // (an `if` rather than a `match`: the fifo path is then laid out
+        // straight through)
+        let slice = if self.rq.policy == SchedPolicy::Eevdf {
             // PREEMPT_NONE: kernel work runs to its end (the tick only
             // flags a resched, `update_deadline`)
             self.tasks[pid].burst_left.max(1)
@@ -545,16 +648,16 @@ impl Kernel {
     /// autogroup, the group entity's on this CPU.
     #[inline]
     fn charge_vruntime(&mut self, cpu: usize, pid: Pid, ran: Ns) {
-        if self.autogroup {
+        if self.rq.autogroup {
             if self.tasks[pid].kthread {
-                self.tasks[pid].vruntime += ran;
+                self.tasks[pid].se.vruntime += ran;
                 return;
             }
             let scale = self.group_scale();
             self.cpus[cpu].gvr += ran * scale;
         }
-        if self.sched_eevdf {
-            self.tasks[pid].vruntime += ran;
+        if self.rq.policy == SchedPolicy::Eevdf {
+            self.tasks[pid].se.vruntime += ran;
         }
     }
 
@@ -562,27 +665,27 @@ impl Kernel {
     /// queued one now?
     #[inline]
     fn should_preempt(&mut self, cpu: usize, pid: Pid) -> bool {
-        if !self.sched_eevdf {
-            return self.fifo_preempt_due(cpu);
+        match self.rq.policy {
+            SchedPolicy::Fifo => self.fifo_preempt_due(cpu),
+            SchedPolicy::Eevdf => self.eevdf_should_preempt(cpu, pid),
         }
-        self.eevdf_should_preempt(cpu, pid)
     }
 
     /// `should_preempt` under EEVDF.
     fn eevdf_should_preempt(&mut self, cpu: usize, pid: Pid) -> bool {
-        let vr = self.tasks[pid].vruntime;
+        let vr = self.tasks[pid].se.vruntime;
         let mut resched = std::mem::take(&mut self.cpus[cpu].resched);
-        let deadline = self.tasks[pid].deadline;
+        let deadline = self.tasks[pid].se.deadline;
         // update_deadline runs from update_curr, which the tick calls: the
         // task passed its deadline `vr - deadline` of CPU time ago, and it
         // counts once a tick has come since (HZ=250: up to 4 ms later)
         if vr >= deadline && self.jif.at_far(self.q.now() - (vr - deadline)) < self.jiffies() {
             // a new slice, and a resched while others wait
-            self.tasks[pid].deadline = vr + self.vslice;
-            self.tasks[pid].vprot = self.tasks[pid].deadline;
+            self.tasks[pid].se.deadline = vr + self.rq.vslice;
+            self.tasks[pid].se.vprot = self.tasks[pid].se.deadline;
             resched = true;
         }
-        if !resched || self.rq_len() == 0 {
+        if !resched || self.rq.cfs.is_empty() {
             return false;
         }
         // pick_eevdf with the current task in the running
@@ -590,9 +693,9 @@ impl Kernel {
         let Some(best) = self.pick_queued(v) else {
             return false;
         };
-        let cur_ok = vr <= v && self.tasks[pid].deadline <= self.tasks[best].deadline;
+        let cur_ok = vr <= v && self.tasks[pid].se.deadline <= self.tasks[best].se.deadline;
         if cur_ok {
-            self.tasks[pid].vprot = self.tasks[pid].deadline;
+            self.tasks[pid].se.vprot = self.tasks[pid].se.deadline;
         }
         !cur_ok
     }
@@ -602,7 +705,7 @@ impl Kernel {
         self.tasks[pid].state = RunState::Runnable;
         self.cpus[cpu].cur = None;
         if self.root_task(pid) {
-            self.kq.push_front(pid);
+            self.rq.kq.push_front(pid);
         } else {
             self.rq_enqueue(pid);
         }
@@ -663,7 +766,7 @@ impl Kernel {
         if self.wants_preempt(cpu, pid, at_boundary) {
             self.preempt(cpu, pid);
         } else {
-            if !self.sched_eevdf && self.fifo_slice_used(cpu) {
+            if self.rq.policy == SchedPolicy::Fifo && self.fifo_slice_used(cpu) {
                 self.cpus[cpu].since = self.q.now(); // a new slice, nobody waiting
             }
             self.run_burst(cpu, pid);
@@ -680,7 +783,7 @@ impl Kernel {
     /// while others wait?
     #[inline]
     fn fifo_preempt_due(&self, cpu: usize) -> bool {
-        !self.runqueue.is_empty() && self.fifo_slice_used(cpu)
+        !self.rq.fifo.is_empty() && self.fifo_slice_used(cpu)
     }
 
     /// Might a preemption point reached now by the running task `pid`
@@ -689,22 +792,25 @@ impl Kernel {
     /// skip the point.
     #[inline]
     pub fn resched_possible(&self, pid: Pid) -> bool {
-        if self.autogroup {
-            return !self.kq.is_empty() || self.group_waiting();
+        if self.rq.autogroup {
+            return !self.rq.kq.is_empty() || self.rq.group_waiting();
         }
         let cpu = self.tasks[pid].cpu;
-        if !self.sched_eevdf {
-            return self.fifo_preempt_due(cpu);
+        match self.rq.policy {
+            SchedPolicy::Fifo => self.fifo_preempt_due(cpu),
+            SchedPolicy::Eevdf => {
+                !self.rq.cfs.is_empty()
+                    && (self.cpus[cpu].resched
+                        || self.tasks[pid].se.vruntime >= self.tasks[pid].se.deadline)
+            }
         }
-        self.rq_len() > 0
-            && (self.cpus[cpu].resched || self.tasks[pid].vruntime >= self.tasks[pid].deadline)
     }
 
     /// Should the running task, which wants more CPU, be preempted now;
     /// `at_boundary` as for `continue_or_preempt`.
     #[inline]
     fn wants_preempt(&mut self, cpu: usize, pid: Pid, at_boundary: bool) -> bool {
-        if !self.autogroup {
+        if !self.rq.autogroup {
             self.should_preempt(cpu, pid)
         } else if self.tasks[pid].kthread {
             at_boundary && {
@@ -712,7 +818,7 @@ impl Kernel {
                 self.root_should_yield(cpu, pid)
             }
         } else {
-            let waiting = self.kq_best(cpu, false).map(|i| self.kq[i]);
+            let waiting = self.kq_best(cpu, false).map(|i| self.rq.kq[i]);
             let kthread_first =
                 at_boundary && waiting.is_some_and(|k| self.root_prefers_kthread(cpu, k));
             kthread_first || self.should_preempt(cpu, pid)
@@ -760,7 +866,7 @@ impl Kernel {
                 self.continue_or_preempt(cpu, pid, true);
             }
             other => {
-                if self.sched_eevdf && !self.root_task(pid) {
+                if self.rq.policy == SchedPolicy::Eevdf && !self.root_task(pid) {
                     self.save_lag(pid);
                 }
                 self.finish_burst(pid, other);
@@ -789,8 +895,8 @@ impl Kernel {
     }
 
     fn set_sleep_state(&mut self, pid: Pid, action: Action) {
-        if self.autogroup && !self.tasks[pid].kthread {
-            self.group_nr_running -= 1;
+        if self.rq.autogroup && !self.tasks[pid].kthread {
+            self.rq.group_nr_running -= 1;
         }
         let t = &mut self.tasks[pid];
         t.need_resched = false; // schedule() clears TIF_NEED_RESCHED
@@ -840,6 +946,7 @@ impl Kernel {
             None => (idle.as_str(), 0),
         };
         let ctx = if pp == 0 { "<idle>" } else { pc.as_str() };
+        // prio 120: every task is at nice 0 (DEFAULT_PRIO)
         crate::trace::format_line(
             &mut self.tracer.buf,
             self.q.now(),
@@ -892,6 +999,7 @@ impl Kernel {
         };
         let t = &self.tasks[pid];
         let (comm, tp) = (t.comm.clone(), t.pid);
+        // prio 120: DEFAULT_PRIO, as in `sched_switch`
         crate::trace::format_line(
             &mut self.tracer.buf,
             self.q.now(),
@@ -982,8 +1090,8 @@ impl Kernel {
         if self.tracer.on.sched_wakeup {
             self.trace_sched_wakeup(pid);
         }
-        if self.autogroup && !self.tasks[pid].kthread {
-            self.group_nr_running += 1;
+        if self.rq.autogroup && !self.tasks[pid].kthread {
+            self.rq.group_nr_running += 1;
         }
         self.cpu_request(pid, 0, 0);
     }
@@ -1044,14 +1152,14 @@ mod tests {
     /// A 2-CPU machine with kernel.sched_autogroup_enabled=1.
     fn autogroup(sched: &str) -> Kernel {
         let mut k = machine(2, sched);
-        k.autogroup = true;
+        k.rq.autogroup = true;
         k
     }
 
     /// A task of the workload (in the autogroup), runnable and queued.
     fn group_task(k: &mut Kernel) -> Pid {
         let p = k.new_task("dd".into(), Body::Kworker, Some(0));
-        k.group_nr_running += 1;
+        k.rq.group_nr_running += 1;
         k.rq_enqueue(p);
         p
     }
@@ -1059,8 +1167,8 @@ mod tests {
     /// A queued task with the given vruntime and deadline (ns).
     fn queued(k: &mut Kernel, vruntime: u64, deadline: u64) -> Pid {
         let p = k.new_task("kworker/0:1".into(), Body::Kworker, None);
-        k.tasks[p].vruntime = vruntime;
-        k.tasks[p].deadline = deadline;
+        k.tasks[p].se.vruntime = vruntime;
+        k.tasks[p].se.deadline = deadline;
         k.rq_enqueue(p);
         p
     }
@@ -1103,7 +1211,7 @@ mod tests {
         k.run_timer_slot(slot as usize);
         // the other two in the softirq's seeded order (seed 1: newest first)
         assert_eq!(
-            k.runqueue.iter().copied().collect::<Vec<_>>(),
+            k.rq.fifo.iter().copied().collect::<Vec<_>>(),
             [ps[1], ps[2], ps[0]]
         );
         assert!(k.timer_slots[slot as usize].is_empty());
@@ -1113,10 +1221,10 @@ mod tests {
     #[test]
     fn the_slice_is_the_base_slice_scaled_by_log2_of_the_cpus_up_to_8() {
         // update_sysctl with SCHED_TUNABLESCALING_LOG: 1 + ilog2(min(cpus, 8))
-        assert_eq!(machine(1, "eevdf").vslice, 700_000);
-        assert_eq!(machine(2, "eevdf").vslice, 1_400_000);
-        assert_eq!(machine(6, "eevdf").vslice, 2_100_000);
-        assert_eq!(machine(64, "eevdf").vslice, 2_800_000);
+        assert_eq!(machine(1, "eevdf").rq.vslice, 700_000);
+        assert_eq!(machine(2, "eevdf").rq.vslice, 1_400_000);
+        assert_eq!(machine(6, "eevdf").rq.vslice, 2_100_000);
+        assert_eq!(machine(64, "eevdf").rq.vslice, 2_800_000);
     }
 
     #[test]
@@ -1149,22 +1257,22 @@ mod tests {
         assert_eq!(k.avg_vruntime(), (12_000_000, 3));
         // a positive lag comes back scaled by (n + 1) / n (PLACE_LAG)
         let p = k.new_task("kworker/0:2".into(), Body::Kworker, None);
-        k.tasks[p].vlag = 300_000;
+        k.tasks[p].se.vlag = 300_000;
         k.place_entity(p);
-        assert_eq!(k.tasks[p].vruntime, 12_000_000 - 400_000);
-        assert_eq!(k.tasks[p].deadline, 11_600_000 + 1_400_000);
+        assert_eq!(k.tasks[p].se.vruntime, 12_000_000 - 400_000);
+        assert_eq!(k.tasks[p].se.deadline, 11_600_000 + 1_400_000);
         // a negative lag is kept while V is below the task's vruntime...
-        k.tasks[p].vlag = -2_000_000;
-        k.tasks[p].delayed = true;
-        k.tasks[p].vruntime = 13_000_000;
+        k.tasks[p].se.vlag = -2_000_000;
+        k.tasks[p].se.delayed = true;
+        k.tasks[p].se.vruntime = 13_000_000;
         k.place_entity(p);
-        assert_eq!(k.tasks[p].vruntime, 13_000_000);
-        assert!(!k.tasks[p].delayed);
+        assert_eq!(k.tasks[p].se.vruntime, 13_000_000);
+        assert!(!k.tasks[p].se.delayed);
         // ...and gone once V has passed it (DELAY_ZERO): placed at V
-        k.tasks[p].delayed = true;
-        k.tasks[p].vruntime = 11_000_000;
+        k.tasks[p].se.delayed = true;
+        k.tasks[p].se.vruntime = 11_000_000;
         k.place_entity(p);
-        assert_eq!(k.tasks[p].vruntime, 12_000_000);
+        assert_eq!(k.tasks[p].se.vruntime, 12_000_000);
     }
 
     #[test]
@@ -1173,14 +1281,14 @@ mod tests {
         queued(&mut k, 50_000_000, 51_400_000);
         let p = k.new_task("dd".into(), Body::Kworker, None);
         // V = 50 ms; the limit is max(2 * 1.4 ms, 4 ms at HZ=250) = 4 ms
-        k.tasks[p].vruntime = 10_000_000;
+        k.tasks[p].se.vruntime = 10_000_000;
         k.save_lag(p);
-        assert_eq!(k.tasks[p].vlag, 4_000_000);
-        assert!(!k.tasks[p].delayed);
-        k.tasks[p].vruntime = 51_000_000;
+        assert_eq!(k.tasks[p].se.vlag, 4_000_000);
+        assert!(!k.tasks[p].se.delayed);
+        k.tasks[p].se.vruntime = 51_000_000;
         k.save_lag(p);
-        assert_eq!(k.tasks[p].vlag, -1_000_000);
-        assert!(k.tasks[p].delayed);
+        assert_eq!(k.tasks[p].se.vlag, -1_000_000);
+        assert!(k.tasks[p].se.delayed);
     }
 
     #[test]
@@ -1190,7 +1298,7 @@ mod tests {
         // the only one queued, at V = 50 ms
         let last = queued(&mut k, 50_000_000, 51_400_000);
         let ahead = k.new_task("dd".into(), Body::Kworker, None);
-        k.tasks[ahead].vruntime = 51_000_000;
+        k.tasks[ahead].se.vruntime = 51_000_000;
         k.save_lag(ahead);
         k.save_lag(last);
         k.rq_dequeue(last);
@@ -1199,11 +1307,11 @@ mod tests {
         // average, behind the delayed sleeper, not at 0 far behind it
         let p = k.new_task("dd".into(), Body::Kworker, None);
         k.place_entity(p);
-        assert_eq!(k.tasks[p].vruntime, 50_000_000);
+        assert_eq!(k.tasks[p].se.vruntime, 50_000_000);
         // the delayed one wakes where it slept, 1 ms ahead
         k.rq_enqueue(p);
         k.place_entity(ahead);
-        assert_eq!(k.tasks[ahead].vruntime, 51_000_000);
+        assert_eq!(k.tasks[ahead].se.vruntime, 51_000_000);
     }
 
     #[test]
@@ -1216,11 +1324,11 @@ mod tests {
             let w = k.new_task("kworker/u4:0".into(), Body::Kworker, None);
             assert!(k.tasks[w].kthread && !k.tasks[g].kthread);
             k.tasks[w].cpu = 0;
-            k.tasks[w].vruntime = 1;
+            k.tasks[w].se.vruntime = 1;
             k.place_kthread(w);
-            assert_eq!(k.tasks[w].vruntime, 5_000_000, "{sched}");
+            assert_eq!(k.tasks[w].se.vruntime, 5_000_000, "{sched}");
             k.rq_enqueue(w);
-            assert_eq!(k.kq.len(), 1);
+            assert_eq!(k.rq.kq.len(), 1);
             // CPU 1's queue does not hold it, and CPU 1 has group work
             assert_eq!(k.kq_best(1, false), None);
             assert_eq!(k.pick_next(0), Some(w), "{sched}");
@@ -1234,7 +1342,7 @@ mod tests {
         k.cpus[0].gvr = 5_000_000;
         let w = k.new_task("kworker/u4:0".into(), Body::Kworker, None);
         k.tasks[w].cpu = 0;
-        k.tasks[w].vruntime = 5_000_001;
+        k.tasks[w].se.vruntime = 5_000_001;
         k.rq_enqueue(w);
         let g = group_task(&mut k);
         assert_eq!(k.pick_next(0), Some(g));
@@ -1243,7 +1351,7 @@ mod tests {
         k.cpus[1].gvr = 7_000_000;
         assert_eq!(k.pick_next(1), Some(w));
         k.migrate_kthread(1, w);
-        assert_eq!((k.tasks[w].cpu, k.tasks[w].vruntime), (1, 7_000_001));
+        assert_eq!((k.tasks[w].cpu, k.tasks[w].se.vruntime), (1, 7_000_001));
     }
 
     #[test]
@@ -1251,19 +1359,19 @@ mod tests {
         // limit: max(2 slices of 1.4 ms, a 4 ms tick at HZ=250) = 4 ms, in
         // the entity's own virtual time (the group's at half weight: 8 ms)
         let mut k = autogroup("fifo");
-        k.group_nr_running = 5;
+        k.rq.group_nr_running = 5;
         assert_eq!(k.group_scale(), 2);
-        assert_eq!(k.root_lag_limit(), 4_000_000);
+        assert_eq!(k.lag_limit(), 4_000_000);
         let w = k.new_task("kworker/u4:0".into(), Body::Kworker, None);
         k.tasks[w].cpu = 0;
         // the group slept on this CPU while the thread ran 100 ms
-        k.tasks[w].vruntime = 100_000_000;
+        k.tasks[w].se.vruntime = 100_000_000;
         assert!(!k.root_prefers_kthread(0, w));
         assert_eq!(k.cpus[0].gvr, 92_000_000);
         // the thread fell 50 ms behind: it keeps 4 ms of it
         k.cpus[0].gvr = 150_000_000;
         assert!(k.root_prefers_kthread(0, w));
-        assert_eq!(k.tasks[w].vruntime, 146_000_000);
+        assert_eq!(k.tasks[w].se.vruntime, 146_000_000);
     }
 
     #[test]
@@ -1284,8 +1392,8 @@ mod tests {
         // under FIFO a group task has none
         let w = k.new_task("kworker/u4:0".into(), Body::Kworker, None);
         k.charge_vruntime(1, w, 1_000_000);
-        assert_eq!((k.tasks[w].vruntime, k.cpus[1].gvr), (1_000_000, 0));
-        assert_eq!(k.tasks[g].vruntime, 0);
+        assert_eq!((k.tasks[w].se.vruntime, k.cpus[1].gvr), (1_000_000, 0));
+        assert_eq!(k.tasks[g].se.vruntime, 0);
     }
 
     #[test]
@@ -1334,7 +1442,7 @@ mod tests {
         // a heap, the others in a list; the pick must be pick_eevdf's over
         // all of them, ties to the lower pid
         let mut k = machine(2, "eevdf");
-        let slice = k.vslice;
+        let slice = k.rq.vslice;
         for round in 0..200 {
             let n = 1 + k.rng.below(12);
             let mut ps = Vec::new();
@@ -1347,7 +1455,7 @@ mod tests {
                 };
                 ps.push(queued(&mut k, vr, dl));
             }
-            while k.rq_len() > 0 {
+            while !k.rq.cfs.is_empty() {
                 let (v, _) = k.avg_vruntime();
                 let queued_now: Vec<Pid> = ps
                     .iter()
@@ -1356,9 +1464,13 @@ mod tests {
                     .collect();
                 let want = queued_now
                     .iter()
-                    .filter(|&&p| k.tasks[p].vruntime <= v)
-                    .min_by_key(|&&p| (k.tasks[p].deadline, p))
-                    .or_else(|| queued_now.iter().min_by_key(|&&p| (k.tasks[p].vruntime, p)))
+                    .filter(|&&p| k.tasks[p].se.vruntime <= v)
+                    .min_by_key(|&&p| (k.tasks[p].se.deadline, p))
+                    .or_else(|| {
+                        queued_now
+                            .iter()
+                            .min_by_key(|&&p| (k.tasks[p].se.vruntime, p))
+                    })
                     .copied();
                 let got = k.rq_pop();
                 assert_eq!(got, want, "round {round}");
@@ -1375,7 +1487,7 @@ mod tests {
         let mut k = machine(1, "eevdf");
         let tick = k.jif.start_of(k.jiffies() + 1);
         let run = k.new_task("dd".into(), Body::Kworker, None);
-        let far = 10 * k.vslice;
+        let far = 10 * k.rq.vslice;
         let wait = queued(&mut k, 0, far);
         let at = |k: &mut Kernel, t: crate::sim::Ns| {
             k.q.schedule(
@@ -1394,16 +1506,16 @@ mod tests {
         k.cpus[0].cur = Some(run);
         k.cpus[0].seg_start = k.now();
         k.tasks[run].state = RunState::Running;
-        k.tasks[run].vruntime = 250_000;
-        k.tasks[run].deadline = 0;
+        k.tasks[run].se.vruntime = 250_000;
+        k.tasks[run].se.deadline = 0;
         assert!(!k.should_preempt(0, run));
-        assert_eq!(k.tasks[run].deadline, 0);
+        assert_eq!(k.tasks[run].se.deadline, 0);
         // the tick has come: a new deadline, and the waiting task's turn
         at(&mut k, tick + 1);
-        k.tasks[run].vruntime += 500_001; // accounted
+        k.tasks[run].se.vruntime += 500_001; // accounted
         k.cpus[0].seg_start = k.now();
         assert!(k.should_preempt(0, run));
-        assert_eq!(k.tasks[run].deadline, 750_001 + k.vslice);
+        assert_eq!(k.tasks[run].se.deadline, 750_001 + k.rq.vslice);
         assert_eq!(k.pick_queued(k.avg_vruntime().0), Some(wait));
     }
 }

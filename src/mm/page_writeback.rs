@@ -52,6 +52,7 @@ impl Default for PageWriteback {
             ratelimit_pages: 0,
             bdp_ratelimits: Vec::new(),
             dirty_throttle_leaks: Vec::new(),
+            // the legacy policy's shift is set by mm_init
             vm_dirties: crate::klib::proportions::PropGlobal::new(16),
             limits_cache: None,
         }
@@ -83,6 +84,48 @@ pub struct BdpCall {
     /// The loop goes round again after the sleep (task_ratelimit was 0).
     pub again: bool,
     pub wb_dirty: u64,
+}
+
+/// A task's state inside a `balance_dirty_pages()` call that sleeps (or,
+/// before 3.2, writes back), of the throttle the run models
+/// (`run.dirty_throttle`). The 6.x call is kept inline, as a thousand
+/// writers' wakeups read it; the older throttles' larger ones are boxed.
+#[derive(Debug, Default)]
+pub enum ThrottleCall {
+    /// Not inside a call.
+    #[default]
+    None,
+    /// 6.x (`io-less`).
+    V6(BdpCall),
+    /// 3.2 (`io-less-3.2`).
+    V32(Box<crate::mm::page_writeback_v3_2::V32Call>),
+    /// Before 3.2 (`legacy`).
+    Legacy(Box<crate::mm::page_writeback_legacy::LegacyCall>),
+}
+
+impl ThrottleCall {
+    /// Take the 6.x call the task is inside, if any. The other kinds are
+    /// left in place: nothing is dropped, which keeps the boxed calls'
+    /// drop code (and the call it costs) out of the 6.x throttle's path.
+    #[inline]
+    pub fn take_v6(&mut self) -> Option<BdpCall> {
+        match *self {
+            ThrottleCall::V6(call) => {
+                *self = ThrottleCall::None;
+                Some(call)
+            }
+            _ => None,
+        }
+    }
+
+    /// Enter a 6.x call. Under the 6.x throttle a task holds no other kind
+    /// of call: there is nothing to drop, and the store skips the check
+    /// for a box to free (a debug build asserts it).
+    #[inline]
+    pub fn set_v6(&mut self, call: BdpCall) {
+        debug_assert!(matches!(self, ThrottleCall::None | ThrottleCall::V6(_)));
+        std::mem::forget(std::mem::replace(self, ThrottleCall::V6(call)));
+    }
 }
 
 // ---- pure formulas ---------------------------------------------------------
@@ -341,6 +384,7 @@ pub fn update_dirty_ratelimit(
     );
     let shift = dirty_ratelimit / (2 * step + 1);
     step = if shift < 64 {
+        // BITS_PER_LONG: a longer shift would leave nothing
         div_round_up(step >> shift, 8)
     } else {
         0
@@ -381,9 +425,17 @@ pub fn dirty_poll_interval(dirty: u64, thresh: u64) -> u64 {
     }
 }
 
-/// `MAX_PAUSE`: max(HZ/5, 1).
+/// `MAX_PAUSE`: max(HZ/5, 1). `BANDWIDTH_INTERVAL` has the same value.
 pub fn max_pause_jiffies(hz: u64) -> u64 {
     (hz / 5).max(1)
+}
+
+/// The ratelimit while the wb's `dirty_exceeded` is set: 32 KiB worth of
+/// pages (`balance_dirty_pages_ratelimited_flags`; 3.2's
+/// `balance_dirty_pages_ratelimited_nr` has the same).
+#[inline]
+pub fn dirty_exceeded_ratelimit(page_size: u64) -> u64 {
+    32 >> (ilog2(page_size) - 10)
 }
 
 /// `wb_max_pause`: never sleep long enough to drain 1/8 of the wb's dirty pages.
@@ -412,6 +464,8 @@ pub fn wb_min_pause(
     let lo = ilog2(dirty_ratelimit_wb) as i64;
     let max_pause = max_pause as i64;
     let hz_i = hz as i64;
+    // 10 ms for one dirtier, and about 10 ms more each time the dirtiers
+    // double (the kernel's figures)
     let mut t: i64 = (hz_i / 100).max(1);
     if hi > lo {
         t += (hi - lo) * (10 * hz_i) / 1024;
@@ -510,6 +564,7 @@ impl Kernel {
             self.global_dirtyable_memory(),
         );
         self.dom.dirty_limit = thresh;
+        // the kernel's figures: 1/32 of the threshold per CPU, at least 16 pages
         self.pgwb.ratelimit_pages = (thresh / (self.sc.machine.cpus as u64 * 32)).max(16);
     }
 
@@ -627,7 +682,8 @@ impl Kernel {
         dtc.wb_dirty = w.reclaimable + w.writeback;
     }
 
-    /// `wb_stat_error()`: the per-CPU counter slack.
+    /// `wb_stat_error()`: the per-CPU counter slack, `WB_STAT_BATCH`
+    /// (8 × (1 + ilog2(CPUs))) for each CPU.
     pub fn wb_stat_error(&self) -> u64 {
         let n = self.sc.machine.cpus as u64;
         n * 8 * (1 + ilog2(n))
@@ -763,6 +819,7 @@ impl Kernel {
             .completions
             .add_max(&mut self.dom.completions, n, max);
         if self.dom.period_time == 0 {
+            // VM_COMPLETIONS_PERIOD_LEN: 3 s
             let mut pt = self.jiffies() + 3 * self.hz();
             if pt == 0 {
                 pt = 1;
@@ -777,7 +834,7 @@ impl Kernel {
     /// completions.
     pub fn writeout_period(&mut self) {
         let now = self.jiffies();
-        let period = 3 * self.hz();
+        let period = 3 * self.hz(); // VM_COMPLETIONS_PERIOD_LEN
         let miss = (now - self.dom.period_time.min(now)) / period;
         if self.dom.completions.new_period(miss + 1) {
             self.dom.period_time += (miss + 1) * period;
@@ -791,12 +848,11 @@ impl Kernel {
     /// `balance_dirty_pages_ratelimited_flags`, called after a task dirtied
     /// pages. Returns `Some(wake_time)` if the task must sleep.
     pub fn balance_dirty_pages_ratelimited(&mut self, pid: Pid, wb: WbId) -> Option<Ns> {
-        let exceeded_rl = 32 >> (ilog2(self.page_size()) - 10);
         let t = &self.tasks[pid];
         let cpu = t.cpu;
         let mut ratelimit = t.nr_dirtied_pause;
         if self.wbs[wb].dirty_exceeded {
-            ratelimit = ratelimit.min(exceeded_rl);
+            ratelimit = ratelimit.min(dirty_exceeded_ratelimit(self.page_size()));
         }
         if t.nr_dirtied >= ratelimit {
             self.pgwb.bdp_ratelimits[cpu] = 0;
@@ -826,7 +882,7 @@ impl Kernel {
         let cpu = t.cpu;
         let mut ratelimit = t.nr_dirtied_pause;
         if self.wbs[wb].dirty_exceeded {
-            ratelimit = ratelimit.min(32 >> (ilog2(self.page_size()) - 10));
+            ratelimit = ratelimit.min(dirty_exceeded_ratelimit(self.page_size()));
         }
         if t.nr_dirtied >= ratelimit {
             self.pgwb.bdp_ratelimits[cpu] = 0;
@@ -838,7 +894,7 @@ impl Kernel {
         if t.nr_dirtied >= ratelimit {
             let pages = t.nr_dirtied;
             let start = self.jiffies();
-            self.tasks[pid].v32 = None;
+            self.tasks[pid].throttle = ThrottleCall::None;
             return self.balance_dirty_pages_v32(pid, wb, pages, start);
         }
         ThrottleStep::Done
@@ -851,7 +907,7 @@ impl Kernel {
         let t = &self.tasks[pid];
         let mut ratelimit = t.nr_dirtied_pause;
         if self.wbs[wb].dirty_exceeded {
-            ratelimit = ratelimit.min(32 >> (ilog2(self.page_size()) - 10));
+            ratelimit = ratelimit.min(dirty_exceeded_ratelimit(self.page_size()));
         }
         let own = ratelimit.saturating_sub(t.nr_dirtied);
         let cpu_left = self
@@ -1010,8 +1066,7 @@ impl Kernel {
             again: task_ratelimit == 0,
             wb_dirty: g.wb_dirty,
         };
-        self.tasks[pid].bdp = Some(call);
-        // io_schedule_timeout(pause): the timer fires at the tick jiffies+pause
+        self.tasks[pid].throttle.set_v6(call);
         // io_schedule_timeout(pause): a timer-wheel timer for jiffies + pause
         Some(self.timer_fire_time(self.jiffies() + pause as u64))
     }
@@ -1019,7 +1074,7 @@ impl Kernel {
     /// The rest of a `balance_dirty_pages` call after its sleep. Returns the
     /// next wake time if the loop sleeps again.
     pub fn balance_dirty_pages_resume(&mut self, pid: Pid, wb: WbId) -> Option<Ns> {
-        let call = self.tasks[pid].bdp.take()?;
+        let call = self.tasks[pid].throttle.take_v6()?;
         let t = &mut self.tasks[pid];
         t.dirty_paused_when = call.paused_when;
         t.nr_dirtied = 0;

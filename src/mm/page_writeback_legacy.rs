@@ -14,6 +14,7 @@ use crate::fs::fs_writeback::{PassStep, WbPass, WbReason, WbWork};
 use crate::kernel::{Kernel, Pid, WbId};
 use crate::klib::div_round_up;
 use crate::klib::proportions::calc_period_shift;
+use crate::mm::page_writeback::ThrottleCall;
 use crate::sim::Ns;
 
 /// What a dirtier does next inside the throttle.
@@ -62,17 +63,25 @@ pub struct LegacyCall {
     clear_dirty_exceeded: bool,
 }
 
+/// `TASK_LIMIT_FRACTION` (3.1): the share of the bdi threshold the
+/// heaviest dirtier loses.
+const TASK_LIMIT_FRACTION: u64 = 8;
+
+/// The ratelimit while the bdi's `dirty_exceeded` is set (3.1's
+/// `balance_dirty_pages_ratelimited_nr`: 8 pages).
+const DIRTY_EXCEEDED_RATELIMIT: u64 = 8;
+
 /// `task_dirty_limit` (3.1): heavy dirtiers get up to 1/8 less than the
 /// bdi threshold, never less than half of it.
 pub fn task_dirty_limit(bdi_thresh: u64, num: u64, den: u64) -> u64 {
-    let inv = (bdi_thresh / 8) as u128 * num as u128 / den.max(1) as u128;
+    let inv = (bdi_thresh / TASK_LIMIT_FRACTION) as u128 * num as u128 / den.max(1) as u128;
     let dirty = bdi_thresh.saturating_sub(inv as u64);
     dirty.max(bdi_thresh / 2)
 }
 
 /// `task_min_dirty_limit`: below it, dirty_exceeded is cleared.
 pub fn task_min_dirty_limit(bdi_thresh: u64) -> u64 {
-    bdi_thresh - bdi_thresh / 8
+    bdi_thresh - bdi_thresh / TASK_LIMIT_FRACTION
 }
 
 /// `sync_writeback_pages` (3.1): how much a throttled dirtier writes back.
@@ -126,7 +135,7 @@ impl Kernel {
     /// Pages until the per-CPU counter reaches the ratelimit.
     pub fn legacy_pages_until_check(&self, pid: Pid, wb: WbId) -> u64 {
         let rl = if self.wbs[wb].dirty_exceeded {
-            8
+            DIRTY_EXCEEDED_RATELIMIT
         } else {
             self.legacy_ratelimit_pages()
         };
@@ -142,14 +151,18 @@ impl Kernel {
         wb: WbId,
     ) -> Option<ThrottleStep> {
         let rlp = self.legacy_ratelimit_pages();
-        let ratelimit = if self.wbs[wb].dirty_exceeded { 8 } else { rlp };
+        let ratelimit = if self.wbs[wb].dirty_exceeded {
+            DIRTY_EXCEEDED_RATELIMIT
+        } else {
+            rlp
+        };
         let cpu = self.tasks[pid].cpu;
         let p = self.pgwb.bdp_ratelimits[cpu];
         if p < ratelimit {
             return None;
         }
         self.pgwb.bdp_ratelimits[cpu] = 0;
-        self.tasks[pid].legacy = Some(Box::new(LegacyCall {
+        self.tasks[pid].throttle = ThrottleCall::Legacy(Box::new(LegacyCall {
             write_chunk: sync_writeback_pages(p, rlp),
             pages_written: 0,
             pause: 1,
@@ -170,20 +183,19 @@ impl Kernel {
 
     /// One step of the legacy `balance_dirty_pages` loop.
     pub fn balance_dirty_pages_legacy(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
-        let mut c = self.tasks[pid]
-            .legacy
-            .take()
-            .expect("in a legacy throttle call");
+        let ThrottleCall::Legacy(mut c) = std::mem::take(&mut self.tasks[pid].throttle) else {
+            panic!("not in a legacy throttle call");
+        };
         let hz = self.hz();
         loop {
             if let Some(pass) = c.pass.as_mut() {
                 match self.writeback_sb_inodes(pid, wb, pass) {
                     PassStep::Cpu(ns) => {
-                        self.tasks[pid].legacy = Some(c);
+                        self.tasks[pid].throttle = ThrottleCall::Legacy(c);
                         return ThrottleStep::Cpu(ns);
                     }
                     PassStep::WaitTag => {
-                        self.tasks[pid].legacy = Some(c);
+                        self.tasks[pid].throttle = ThrottleCall::Legacy(c);
                         return ThrottleStep::Block;
                     }
                     PassStep::Done => {
@@ -200,13 +212,14 @@ impl Kernel {
             if c.after_sleep {
                 c.after_sleep = false;
                 let now = self.jiffies();
-                let max_pause = (hz / 5).max(1);
+                let max_pause = crate::mm::page_writeback::max_pause_jiffies(hz);
                 if c.nr_dirty < c.thresh
                     && c.bdi_dirty < (c.task_bdi_thresh + c.bdi_thresh) / 2
                     && now > c.start + max_pause
                 {
                     return self.legacy_finish(pid, wb, c);
                 }
+                // doubled up to HZ/10, the 100 ms nap of earlier kernels
                 c.pause = (c.pause * 2).min((hz / 10).max(1));
             }
             // top of the loop
@@ -263,7 +276,7 @@ impl Kernel {
     fn legacy_sleep(&mut self, pid: Pid, mut c: Box<LegacyCall>) -> ThrottleStep {
         c.after_sleep = true;
         let at = self.timer_fire_time(self.jiffies() + c.pause);
-        self.tasks[pid].legacy = Some(c);
+        self.tasks[pid].throttle = ThrottleCall::Legacy(c);
         ThrottleStep::Sleep(at)
     }
 

@@ -19,7 +19,7 @@ use crate::kernel::{Kernel, Pid, WbId};
 use crate::klib::ilog2;
 use crate::mm::page_writeback::{
     cubic, dirty_freerun_ceiling, dirty_poll_interval, max_pause_jiffies, ratelimit_step,
-    update_dirty_limit, wb_line, write_bandwidth_estimate, Dtc, LineScale, WriteBw,
+    update_dirty_limit, wb_line, write_bandwidth_estimate, Dtc, LineScale, ThrottleCall, WriteBw,
     RATELIMIT_CALC_SHIFT,
 };
 use crate::mm::page_writeback_legacy::ThrottleStep;
@@ -51,7 +51,7 @@ pub fn bdi_position_ratio_v32(
 pub fn bdi_max_pause_v32(hz: u64, avg_write_bw: u64, dirty_ratelimit: u64, bdi_dirty: u64) -> u64 {
     let hi = ilog2(avg_write_bw);
     let lo = ilog2(dirty_ratelimit);
-    let mut t = hz / 50;
+    let mut t = hz / 50; // 20 ms for one dirtier
     if hi > lo {
         t += (hi - lo) * (20 * hz) / 1024;
     }
@@ -201,7 +201,7 @@ impl Kernel {
             bg_thresh: bg,
             bdi_dirty: 0,
         };
-        if let Some(prev) = self.tasks[pid].v32.as_deref() {
+        if let ThrottleCall::V32(prev) = &self.tasks[pid].throttle {
             c.pause = prev.pause;
             c.max_pause = prev.max_pause;
             c.dirty_exceeded = prev.dirty_exceeded;
@@ -252,24 +252,24 @@ impl Kernel {
         }
         self.trace_bdp_v32(pid, wb, &g, &c, c.pause);
         self.wbs[wb].dirty_sleep = self.jiffies();
-        self.tasks[pid].v32 = Some(Box::new(c));
+        self.tasks[pid].throttle = ThrottleCall::V32(Box::new(c));
         ThrottleStep::Sleep(self.timer_fire_time(self.jiffies() + c.pause as u64))
     }
 
     /// After a 3.2 throttle sleep: loop again or finish.
     pub fn balance_dirty_pages_v32_resume(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
-        let Some(c) = self.tasks[pid].v32.as_deref().copied() else {
+        let ThrottleCall::V32(c) = &self.tasks[pid].throttle else {
             return ThrottleStep::Done;
         };
+        let c = **c;
         if c.task_ratelimit != 0 || c.bdi_dirty <= self.wb_stat_error() {
-            self.tasks[pid].v32 = None;
             return self.v32_after_loop(pid, wb, c);
         }
         self.balance_dirty_pages_v32(pid, wb, c.pages_dirtied, c.start_time)
     }
 
     fn v32_after_loop(&mut self, pid: Pid, wb: WbId, c: V32Call) -> ThrottleStep {
-        self.tasks[pid].v32 = None;
+        self.tasks[pid].throttle = ThrottleCall::None;
         if !c.dirty_exceeded && self.wbs[wb].dirty_exceeded {
             self.wbs[wb].dirty_exceeded = false;
         }
