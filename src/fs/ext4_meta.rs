@@ -29,7 +29,42 @@
 
 use crate::fs::jbd2::Journal;
 use crate::kernel::{InodeId, Kernel, Pid};
+use crate::scenario::raw::{err, ScenarioError};
+use crate::scenario::Reader;
 use crate::sim::Ns;
+use crate::sim::NSEC_PER_SEC;
+
+/// ext4's own keys: `commit` (the `commit=` mount option) and
+/// `journal_size` (mke2fs's `-J size=`). Returns the commit interval and
+/// the journal's size in bytes.
+pub(crate) fn read_keys(
+    r: &mut Reader,
+    fname: &str,
+    fs_bytes: u64,
+) -> Result<(Ns, u64), ScenarioError> {
+    let p = |k: &str| format!("filesystems.{fname}.{k}");
+    let commit = match r.duration(&p("commit"))? {
+        Some((v, e)) if v < NSEC_PER_SEC => {
+            return err(
+                &e.origin,
+                "`commit` must be at least 1s (ext4's commit= is in seconds)",
+            )
+        }
+        Some((v, _)) => v,
+        None => 5 * NSEC_PER_SEC, // JBD2_DEFAULT_MAX_COMMIT_AGE
+    };
+    let journal = match r.size(&p("journal_size"))? {
+        Some((v, e)) if v < (4 << 20) || v > fs_bytes / 4 => {
+            return err(
+                &e.origin,
+                format!("`journal_size` = {v}; expected 4M up to a quarter of the device"),
+            )
+        }
+        Some((v, _)) => v,
+        None => default_journal_blocks(fs_bytes / 4096) * 4096,
+    };
+    Ok((commit, journal))
+}
 
 /// ext4 inodes per 4 KiB inode table block (mke2fs's 256-byte inodes,
 /// `inode_size`).

@@ -14,6 +14,29 @@
 
 use crate::fs::xfs_log::{default_log_blocks, XfsLog};
 use crate::kernel::{InodeId, Kernel};
+use crate::scenario::raw::{err, ScenarioError};
+use crate::scenario::Reader;
+use crate::sim::Ns;
+
+/// XFS has no keys of its own yet (its log's size is mkfs.xfs's default);
+/// ext4's `commit` and `journal_size` are refused rather than ignored.
+/// Returns what the shared `Filesystem` fields hold for it: ext4's
+/// defaults, which nothing of XFS reads.
+pub(crate) fn read_keys(
+    r: &mut Reader,
+    fname: &str,
+    fs_bytes: u64,
+) -> Result<(Ns, u64), ScenarioError> {
+    for k in ["commit", "journal_size"] {
+        if let Some(e) = r.take(&format!("filesystems.{fname}.{k}")) {
+            return err(
+                &e.origin,
+                format!("`{k}` is an ext4 option; an xfs filesystem takes type, device, max_folio, agcount and metadata"),
+            );
+        }
+    }
+    crate::fs::ext4_meta::read_keys(r, fname, fs_bytes)
+}
 
 /// `XFS_INODES_PER_CHUNK`: inodes per inode chunk.
 pub const INODES_PER_CHUNK: u64 = 64;

@@ -48,6 +48,7 @@ const DISK: Option<&str> = Some("disk");
 const SSD: Option<&str> = Some("ssd");
 const HDD: Option<&str> = Some("hdd");
 const RAID0: Option<&str> = Some("raid0");
+const EXT4: Option<&str> = Some("ext4");
 const DD: Option<&str> = Some("dd");
 const FS_MARK: Option<&str> = Some("fs_mark");
 
@@ -130,8 +131,8 @@ pub const KEYS: &[KeyDoc] = &[
     k("filesystems.NAME.device", "required", ALL, "\"loop0\"", "the device it is on"),
     k("filesystems.NAME.agcount", "4", ALL, "8", "allocation groups: each fs_mark directory allocates from its own"),
     k("filesystems.NAME.metadata", "true", ALL, "false", "model the metadata IO: ext4's jbd2 journal and in-place writes, XFS's log and xfsaild"),
-    k("filesystems.NAME.commit", "5s", ALL, "\"10s\"", "ext4's `commit=` mount option (at least 1s)"),
-    k("filesystems.NAME.journal_size", "mke2fs's default (128M for 16G, 1G from 128G)", ALL, "\"64M\"", "journal size (4M up to a quarter of the device)"),
+    k("filesystems.NAME.commit", "5s", EXT4, "\"10s\"", "ext4's `commit=` mount option (at least 1s)"),
+    k("filesystems.NAME.journal_size", "mke2fs's default (128M for 16G, 1G from 128G)", EXT4, "\"64M\"", "journal size (4M up to a quarter of the device)"),
     k("filesystems.NAME.max_folio", "2M (io-less), 4k (older policies)", ALL, "\"4k\"", "largest page-cache folio a write creates: the throttle is checked once per min(bs, max_folio)"),
     // jobs
     k("jobs.NAME.type", "the name, if it starts with `dd` or is `fs_mark` or `fsmark`", ALL, "\"dd\"", "`dd` or `fs_mark`"),
@@ -580,9 +581,13 @@ at = "10s"
                 .to_string();
             add(RawScenario::parse(&text, &name).unwrap(), name);
         }
-        // and every key set at once where the example would be tried
+        // and every key set at once where the example would be tried (the
+        // types stay: another type takes other keys)
         let mut raw = RawScenario::parse(EVERY_KIND, "every kind").unwrap();
-        for k in KEYS.iter().filter(|k| k.key != "devices.NAME.type") {
+        for k in KEYS
+            .iter()
+            .filter(|k| !["devices.NAME.type", "filesystems.NAME.type"].contains(&k.key))
+        {
             let one = with("", &concrete(k), k.example);
             for (p, e) in one.entries {
                 raw.insert(p, e.val, e.origin);

@@ -1083,26 +1083,11 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             .map(|x| x.0 as u32)
             .unwrap_or(4);
         let metadata = r.boolean(&p("metadata"), false)?.unwrap_or(true);
-        let commit_interval = match r.duration(&p("commit"))? {
-            Some((v, e)) if v < NSEC_PER_SEC => {
-                return err(
-                    &e.origin,
-                    "`commit` must be at least 1s (ext4's commit= is in seconds)",
-                )
-            }
-            Some((v, _)) => v,
-            None => 5 * NSEC_PER_SEC, // JBD2_DEFAULT_MAX_COMMIT_AGE
-        };
+        // the filesystem's own mount and mkfs options
         let fs_bytes = devices[device].size;
-        let journal_size = match r.size(&p("journal_size"))? {
-            Some((v, e)) if v < (4 << 20) || v > fs_bytes / 4 => {
-                return err(
-                    &e.origin,
-                    format!("`journal_size` = {v}; expected 4M up to a quarter of the device"),
-                )
-            }
-            Some((v, _)) => v,
-            None => crate::fs::ext4_meta::default_journal_blocks(fs_bytes / 4096) * 4096,
+        let (commit_interval, journal_size) = match kind {
+            FsKind::Ext4 => crate::fs::ext4_meta::read_keys(&mut r, &fname, fs_bytes)?,
+            FsKind::Xfs => crate::fs::xfs_meta::read_keys(&mut r, &fname, fs_bytes)?,
         };
         filesystems.push(Filesystem {
             name: fname,
@@ -1654,5 +1639,24 @@ mod feature_tests {
             let r = crate::output::simulate(&sc, false, |_, _| {});
             assert!(r.summary.devices[0].write_mib_s > 1.0, "{sets:?}");
         }
+    }
+
+    #[test]
+    fn ext4_options_on_xfs_are_refused_not_ignored() {
+        for k in ["commit=10s", "journal_size=64M"] {
+            let e = load(&[
+                "filesystems.scratch.type=xfs",
+                &format!("filesystems.scratch.{k}"),
+            ])
+            .unwrap_err();
+            assert!(e.msg.contains("is an ext4 option"), "{}", e.msg);
+        }
+        let sc = load(&[
+            "filesystems.scratch.commit=10s",
+            "filesystems.scratch.journal_size=64M",
+        ])
+        .unwrap();
+        assert_eq!(sc.filesystems[0].commit_interval, 10 * NSEC_PER_SEC);
+        assert_eq!(sc.filesystems[0].journal_size, 64 << 20);
     }
 }
