@@ -869,8 +869,49 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     let page_size = machine.page_size;
     let vm = read_vm(&mut r, page_size)?;
 
-    // devices: `type` picks the driver, which reads its own keys
-    // (drivers/*.rs); the keys every device takes are read here
+    let mut devices = read_devices(&mut r)?;
+    let mut filesystems = read_filesystems(&mut r, &devices, page_size)?;
+    let run = read_run(&mut r)?;
+    let features = read_features(&mut r, run.dirty_throttle)?;
+    feature_defaults(&features, &mut devices, &mut filesystems, page_size);
+    let jobs = read_jobs(&mut r, &filesystems)?;
+    let trace = read_trace(&mut r)?;
+    let events = read_events(&mut r, &devices, run.duration, page_size)?;
+    let fidelity = read_fidelity(&mut r)?;
+
+    let scen_name = r
+        .string("name", "a name")?
+        .map(|x| x.0)
+        .unwrap_or_else(|| name.to_string());
+
+    if let Some((path, e)) = r.raw.first_leftover() {
+        let hint = keys::expected_for(path);
+        return err(&e.origin, format!("unknown key `{path}`; expected {hint}"));
+    }
+    if jobs.is_empty() {
+        return err(
+            &Origin::Builtin,
+            "the scenario has no [jobs]; add one, e.g. [jobs.dd] with numjobs and bs",
+        );
+    }
+    Ok(Scenario {
+        name: scen_name,
+        machine,
+        vm,
+        devices,
+        filesystems,
+        jobs,
+        run,
+        features,
+        events,
+        trace,
+        fidelity,
+    })
+}
+
+/// `[devices.NAME]`: `type` picks the driver, which reads its own keys
+/// (drivers/*.rs); the keys every device takes are read here.
+fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
     let mut devices: Vec<Device> = Vec::new();
     let types: Vec<&str> = crate::drivers::DRIVER_TYPES
         .iter()
@@ -900,8 +941,8 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             name: &dname,
             type_origin: &tye,
         };
-        let (mut kind, implied) = (driver.parse)(&mut r, &sec)?;
-        let throttle = crate::block::blk_throttle::parse_conf(&mut r, &sec, implied)?;
+        let (mut kind, implied) = (driver.parse)(r, &sec)?;
+        let throttle = crate::block::blk_throttle::parse_conf(r, &sec, implied)?;
         let info = kind.queue_info();
         // the N-th device of a major (counted by driver, whatever devno
         // says) is MAJOR:N*step
@@ -1031,19 +1072,27 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             },
         });
     }
+    Ok(devices)
+}
 
-    // filesystems
+/// `[filesystems.NAME]`: each on a device of its own (a stacked device's
+/// members are taken), every device with one.
+fn read_filesystems(
+    r: &mut Reader,
+    devices: &[Device],
+    page_size: u64,
+) -> Result<Vec<Filesystem>, ScenarioError> {
     let mut filesystems = Vec::new();
     let mut used = vec![false; devices.len()];
     // stacked devices claim the devices below them
-    for d in &devices {
+    for d in devices {
         let origin = r
             .raw
             .tables
             .get(&format!("devices.{}", d.name))
             .cloned()
             .unwrap_or(Origin::Builtin);
-        d.kind.claim_lower(&devices, &mut used, &origin)?;
+        d.kind.claim_lower(devices, &mut used, &origin)?;
     }
     for (fname, forigin) in r.raw.names_under("filesystems") {
         let p = |k: &str| format!("filesystems.{fname}.{k}");
@@ -1086,8 +1135,8 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         // the filesystem's own mount and mkfs options
         let fs_bytes = devices[device].size;
         let (commit_interval, journal_size) = match kind {
-            FsKind::Ext4 => crate::fs::ext4_meta::read_keys(&mut r, &fname, fs_bytes)?,
-            FsKind::Xfs => crate::fs::xfs_meta::read_keys(&mut r, &fname, fs_bytes)?,
+            FsKind::Ext4 => crate::fs::ext4_meta::read_keys(r, &fname, fs_bytes)?,
+            FsKind::Xfs => crate::fs::xfs_meta::read_keys(r, &fname, fs_bytes)?,
         };
         filesystems.push(Filesystem {
             name: fname,
@@ -1110,8 +1159,12 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             .unwrap_or(Origin::Builtin);
         return err(&origin, format!("device `{}` is not named by any filesystem; add a [filesystems.NAME] with `device = \"{}\"` or remove it", d.name, d.name));
     }
+    Ok(filesystems)
+}
 
-    // run (read before jobs: the default dd runtime is the run's duration)
+/// `[run]`: duration, seed, the measured window, the throttle policy and
+/// the sampling interval.
+fn read_run(r: &mut Reader) -> Result<Run, ScenarioError> {
     let duration = match r.duration("run.duration")? {
         Some((0, e)) => return err(&e.origin, "`run.duration` must be > 0"),
         Some((d, _)) => d,
@@ -1144,7 +1197,23 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         Some((s, _)) => s,
         None => 100 * NSEC_PER_MSEC,
     };
-    let features = read_features(&mut r, dirty_throttle)?;
+    Ok(Run {
+        duration,
+        seed,
+        warmup,
+        dirty_throttle,
+        sample_interval,
+    })
+}
+
+/// The defaults that depend on the kernel's features: the largest folio of
+/// each filesystem and each queue's wbt latency, where not set.
+fn feature_defaults(
+    features: &Features,
+    devices: &mut [Device],
+    filesystems: &mut [Filesystem],
+    page_size: u64,
+) {
     // Large folios are a 6.x feature: older kernels dirty page by page.
     for f in filesystems.iter_mut().filter(|f| f.max_folio == 0) {
         f.max_folio = if features.large_folios {
@@ -1168,15 +1237,11 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             2_000
         };
     }
-    let run = Run {
-        duration,
-        seed,
-        warmup,
-        dirty_throttle,
-        sample_interval,
-    };
+}
 
-    // jobs
+/// `[jobs.NAME]`: `type` picks the job type, which reads its own keys
+/// (workload/*.rs); the keys every job takes are read here.
+fn read_jobs(r: &mut Reader, filesystems: &[Filesystem]) -> Result<Vec<Job>, ScenarioError> {
     let mut jobs = Vec::new();
     for (jname, jorigin) in r.raw.names_under("jobs") {
         let p = |k: &str| format!("jobs.{jname}.{k}");
@@ -1225,13 +1290,17 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
             runtime: None,
         };
         match ty.as_str() {
-            "fs_mark" => crate::workload::fs_mark::read_job(&mut r, &jname, &jorigin, &mut job)?,
-            _ => crate::workload::dd::read_job(&mut r, &jname, &mut job)?,
+            "fs_mark" => crate::workload::fs_mark::read_job(r, &jname, &jorigin, &mut job)?,
+            _ => crate::workload::dd::read_job(r, &jname, &mut job)?,
         }
         jobs.push(job);
     }
+    Ok(jobs)
+}
 
-    let trace = Trace {
+/// `trace.events`.
+fn read_trace(r: &mut Reader) -> Result<Trace, ScenarioError> {
+    Ok(Trace {
         events: match r.take("trace.events") {
             None => TRACE_EVENTS[..4].iter().map(|s| s.to_string()).collect(),
             Some(e) => match &e.val {
@@ -1267,8 +1336,11 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
                 }
             },
         },
-    };
-    let events = read_events(&mut r, &devices, duration, page_size)?;
+    })
+}
+
+/// `[fidelity.tolerance]`: METRIC = percent.
+fn read_fidelity(r: &mut Reader) -> Result<Fidelity, ScenarioError> {
     let mut fidelity = Fidelity::default();
     let tol_keys: Vec<String> = r
         .raw
@@ -1302,34 +1374,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         };
         fidelity.tolerance.push((metric, v));
     }
-    let scen_name = r
-        .string("name", "a name")?
-        .map(|x| x.0)
-        .unwrap_or_else(|| name.to_string());
-
-    if let Some((path, e)) = r.raw.first_leftover() {
-        let hint = keys::expected_for(path);
-        return err(&e.origin, format!("unknown key `{path}`; expected {hint}"));
-    }
-    if jobs.is_empty() {
-        return err(
-            &Origin::Builtin,
-            "the scenario has no [jobs]; add one, e.g. [jobs.dd] with numjobs and bs",
-        );
-    }
-    Ok(Scenario {
-        name: scen_name,
-        machine,
-        vm,
-        devices,
-        filesystems,
-        jobs,
-        run,
-        features,
-        events,
-        trace,
-        fidelity,
-    })
+    Ok(fidelity)
 }
 
 /// `[events.NAME]` tables: `at = "20s"` and the knobs to write then, by
