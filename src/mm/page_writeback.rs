@@ -670,7 +670,7 @@ impl Kernel {
     /// `wb_dirty_limits`. `wb_bg_thresh` is only read under strictlimit
     /// (the wb's own freerun ceiling and setpoint), so it is only worked
     /// out there (a division per call); it stays 0 otherwise.
-    #[inline]
+    #[inline(always)]
     fn wb_dirty_limits(&mut self, wb: WbId, dtc: &mut Dtc) {
         dtc.wb_thresh = self.wb_calc_thresh(wb, dtc.thresh);
         if self.wb_bdi(wb).strictlimit {
