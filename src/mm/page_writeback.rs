@@ -671,9 +671,9 @@ impl Kernel {
     /// (the wb's own freerun ceiling and setpoint), so it is only worked
     /// out there (a division per call); it stays 0 otherwise.
     #[inline(always)]
-    fn wb_dirty_limits(&mut self, wb: WbId, dtc: &mut Dtc) {
+    fn wb_dirty_limits(&mut self, wb: WbId, dtc: &mut Dtc, strict: bool) {
         dtc.wb_thresh = self.wb_calc_thresh(wb, dtc.thresh);
-        if self.wb_bdi(wb).strictlimit {
+        if strict {
             dtc.wb_bg_thresh = (dtc.wb_thresh * dtc.bg_thresh)
                 .checked_div(dtc.thresh)
                 .unwrap_or(0);
@@ -940,7 +940,7 @@ impl Kernel {
         let strict = self.wb_bdi(wb).strictlimit;
         // strictlimit: freerun and polling follow the wb's own numbers
         let (d, t, b) = if strict {
-            self.wb_dirty_limits(wb, &mut g);
+            self.wb_dirty_limits(wb, &mut g, strict);
             (g.wb_dirty, g.wb_thresh, g.wb_bg_thresh)
         } else {
             (g.dirty, g.thresh, g.bg_thresh)
@@ -959,7 +959,7 @@ impl Kernel {
             self.wb_start_background_writeback(wb, pid);
         }
         if !strict {
-            self.wb_dirty_limits(wb, &mut g);
+            self.wb_dirty_limits(wb, &mut g, strict);
         }
         let dirty_exceeded = g.wb_dirty > g.wb_thresh && (g.dirty > g.thresh || strict);
         let w = &mut self.wbs[wb];
