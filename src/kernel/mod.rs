@@ -441,7 +441,8 @@ impl Kernel {
         self.q.events_popped()
     }
 
-    /// A sysctl or sysfs write, as its handler makes it.
+    /// A sysctl or sysfs write, as its handler makes it; the one place the
+    /// knob generation is bumped.
     pub fn knob_write(&mut self, w: crate::scenario::KnobWrite) {
         use crate::scenario::KnobWrite;
         match w {

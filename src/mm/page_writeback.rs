@@ -547,10 +547,10 @@ impl Kernel {
     /// its handler zeroes the twin and then calls `writeback_set_ratelimit`,
     /// which sets the domain's `dirty_limit` (as 6.18 does; older kernels'
     /// ratio handler called it first, with the old `dirty_bytes` still set).
-    pub fn vm_sysctl_write(&mut self, knob: crate::scenario::VmKnob, v: u64) {
+    /// Reached through `Kernel::knob_write`, which bumps the knob generation.
+    pub(crate) fn vm_sysctl_write(&mut self, knob: crate::scenario::VmKnob, v: u64) {
         use crate::scenario::VmKnob;
         let changed = self.sc.vm.write(knob, v);
-        self.knob_gen = self.knob_gen.wrapping_add(1);
         if matches!(knob, VmKnob::DirtyRatio | VmKnob::DirtyBytes) && changed {
             self.writeback_set_ratelimit();
         }
