@@ -2,6 +2,7 @@
 
 pub mod dd;
 pub mod fs_mark;
+pub mod fio;
 
 use crate::kernel::{Action, Body, Kernel, Pid};
 use crate::scenario::JobKind;

@@ -1,0 +1,14 @@
+//! fio: job files as workloads, and fio's own outputs.
+//!
+//! - `job.rs`: the typed job (`FioJob`) that the parser fills and the
+//!   engine reads;
+//! - `parse.rs`: fio's job-file and command-line syntax;
+//! - `stats.rs`: per-job statistics with fio's latency histogram (no stored
+//!   samples);
+//! - `output.rs`: fio's JSON, its human-readable summary and its log files;
+//! - `engine.rs`: the job's tasks on the simulated machine.
+
+pub mod job;
+pub mod stats;
+
+pub use job::{Dir, FioError, FioJob};
