@@ -44,6 +44,9 @@ pub const REQ_META: u8 = 4;
 /// A write the block layer never merges (REQ_PREFLUSH | REQ_FUA: XFS's
 /// log buffers).
 pub const REQ_NOMERGE: u8 = 8;
+/// A read (`REQ_OP_READ`; the kernel keeps the op apart from the flags,
+/// wbsim marks it with a bit so that every write bio stays as it was).
+pub const REQ_READ: u8 = 16;
 
 /// `wb_timer_fn`'s window outcomes (`LAT_*`; the trace prints the number).
 pub const LAT_UNKNOWN: u32 = 2;

@@ -14,7 +14,8 @@ use crate::sim::Ns;
 use blk_throttle::Throtl;
 use serde::Serialize;
 
-/// A write bio of page-cache pages.
+/// A bio: page-cache pages being written back or read, a direct IO, or a
+/// filesystem's metadata (`owner`); `opf & REQ_READ` marks a read.
 #[derive(Clone, Debug)]
 pub struct Bio {
     pub dev: usize,
@@ -52,6 +53,16 @@ pub enum BioOwner {
     /// An XFS log buffer write, and an xfsaild in-place write.
     XfsLog(u32),
     XfsAil(u32),
+    /// A page-cache read of `ino`'s pages `page_start..+npages` (readahead
+    /// or a read miss): `filemap_read_end_io` marks them uptodate and wakes
+    /// the readers waiting on them.
+    PageRead,
+    /// A direct IO (O_DIRECT read or write) of task `pid`; `tag` is the
+    /// submitter's own number for the IO (`dio_bio_end_io`).
+    Dio {
+        pid: u32,
+        tag: u32,
+    },
 }
 
 /// /sys/block/DEV/stat's write half, plus bio counts.

@@ -18,6 +18,7 @@
 //! 4 KiB (mke2fs's and mkfs.xfs's default block size), so `/ 8` and `* 8`
 //! turn sectors into blocks and back.
 
+pub mod direct_io;
 pub mod ext4;
 pub mod ext4_meta;
 pub mod fs_writeback;
@@ -315,6 +316,8 @@ impl Kernel {
             BioOwner::Jbd2(sb) => self.jbd2_bio_done(sb as usize),
             BioOwner::XfsLog(sb) => self.xfs_log_bio_done(sb as usize),
             BioOwner::XfsAil(sb) => self.xfs_ail_bio_done(sb as usize),
+            BioOwner::PageRead => self.filemap_read_end_io(b),
+            BioOwner::Dio { pid, tag } => self.dio_bio_end_io(pid as usize, tag, b),
         }
     }
 

@@ -263,6 +263,8 @@ pub enum JobKind {
     },
     /// fs_mark with its own command-line flags.
     FsMark(FsMarkArgs),
+    /// An fio job (one section of a job file, or one `--name`).
+    Fio(Box<crate::workload::fio::FioJob>),
 }
 
 pub use crate::workload::fs_mark::FsMarkArgs;

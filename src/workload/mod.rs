@@ -1,8 +1,8 @@
 //! Workloads: the programs users run, as tasks on the simulated machine.
 
 pub mod dd;
-pub mod fs_mark;
 pub mod fio;
+pub mod fs_mark;
 
 use crate::kernel::{Action, Body, Kernel, Pid};
 use crate::scenario::JobKind;
@@ -61,6 +61,8 @@ impl Kernel {
                         }
                     }
                 }
+                // the fio engine's tasks (workload/fio/engine.rs)
+                JobKind::Fio(_) => {}
                 &JobKind::Dd { bs, size } => {
                     let sb = job.filesystem;
                     let first = self.tasks.len();

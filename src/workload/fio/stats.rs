@@ -40,12 +40,20 @@ impl JobStats {
         JobStats::default()
     }
 
-    /// One completed IO of `bytes` in direction `dir`: fio issued it at
+    /// One completed IO of `bytes` at byte `offset` in direction `dir`: fio issued it at
     /// `issue`, the submission returned at `submit` (async engines only:
     /// `None` for sync engines, which have no slat), and it completed at
     /// `done`. clat = done - submit (or - issue), lat = done - issue.
-    pub fn add_io(&mut self, dir: Dir, bytes: u64, issue: Ns, submit: Option<Ns>, done: Ns) {
-        let _ = (issue, submit, done);
+    pub fn add_io(
+        &mut self,
+        dir: Dir,
+        bytes: u64,
+        offset: u64,
+        issue: Ns,
+        submit: Option<Ns>,
+        done: Ns,
+    ) {
+        let _ = (offset, issue, submit, done);
         self.io_bytes[dir.idx()] += bytes;
         self.total_ios[dir.idx()] += 1;
     }
