@@ -1,6 +1,7 @@
 //! The `wbsim` command line.
 
 pub mod compare;
+pub mod fio;
 
 use crate::metrics::Summary;
 use crate::output::{simulate, write_outputs};
@@ -98,6 +99,18 @@ enum Cmd {
         /// (default: as many as kernel runs)
         #[arg(long, value_name = "N")]
         sim_runs: Option<u32>,
+    },
+    /// Run fio job files (or fio's `--name=... --rw=...` jobs) on the
+    /// simulated machine and print fio's output: wbsim fio JOBFILE
+    /// [--section X] [--output-format=normal|json] [--scenario S]
+    /// [--set ...] [--out DIR] [--parse-only] [--live]
+    #[command(disable_help_flag = true)]
+    Fio {
+        /// Job files, fio's options (--name=JOB --rw=...), and wbsim's:
+        /// --section, --output-format, --output, --scenario, --filesystem,
+        /// --set, --seed, --out, --parse-only, --live
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
     },
     /// Validate a scenario without running it
     Check {
@@ -205,6 +218,7 @@ pub fn main() -> i32 {
     };
     match cli.cmd {
         Cmd::Help { key, markdown } => help_cmd(key.as_deref(), markdown),
+        Cmd::Fio { args } => fio::main(&args),
         Cmd::Restore => {
             // SAFETY: geteuid(2) has no preconditions.
             if unsafe { libc::geteuid() } != 0 {

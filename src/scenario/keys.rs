@@ -51,6 +51,7 @@ const RAID0: Option<&str> = Some("raid0");
 const EXT4: Option<&str> = Some("ext4");
 const DD: Option<&str> = Some("dd");
 const FS_MARK: Option<&str> = Some("fs_mark");
+const FIO: Option<&str> = Some("fio");
 
 #[rustfmt::skip]
 pub const KEYS: &[KeyDoc] = &[
@@ -135,7 +136,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("filesystems.NAME.journal_size", "mke2fs's default (128M for 16G, 1G from 128G)", EXT4, "\"64M\"", "journal size (4M up to a quarter of the device)"),
     k("filesystems.NAME.max_folio", "2M (io-less), 4k (older policies)", ALL, "\"4k\"", "largest page-cache folio a write creates: the throttle is checked once per min(bs, max_folio)"),
     // jobs
-    k("jobs.NAME.type", "the name, if it starts with `dd` or is `fs_mark` or `fsmark`", ALL, "\"dd\"", "`dd` or `fs_mark`"),
+    k("jobs.NAME.type", "the name, if it starts with `dd` or is `fs_mark` or `fsmark`", ALL, "\"dd\"", "`dd`, `fs_mark` or `fio`"),
     k("jobs.NAME.filesystem", "the only one", ALL, "\"scratch\"", "where the files go"),
     k("jobs.NAME.start", "0s", ALL, "\"5s\"", "when the writers start"),
     k("jobs.NAME.numjobs", "1", DD, "10", "writers, one file each"),
@@ -143,6 +144,10 @@ pub const KEYS: &[KeyDoc] = &[
     k("jobs.NAME.size", "no limit", DD, "\"1G\"", "bytes per writer"),
     k("jobs.NAME.runtime", "to the end", DD, "\"20s\"", "how long the writers write"),
     k("jobs.NAME.args", "required", FS_MARK, "\"-d /mnt/0 -S0 -n 1000 -s 4096 -L 2\"", "fs_mark's own flags: `-d DIR` (a thread each), `-D` subdirectories, `-n` files per loop, `-s` size, `-S0`, `-L` loops, `-t` threads per `-d`"),
+    k("jobs.NAME.file", "one of file, job, cmdline", FIO, "\"tests/data/fio/jobs/seed003-writers.fio\"", "an fio job file (relative to the scenario file); each of its jobs runs, its files on `filesystem`"),
+    k("jobs.NAME.job", "one of file, job, cmdline", FIO, "\"[w]\\nrw=write\\nsize=64m\\n\"", "an fio job file's text, inline (a TOML multi-line string)"),
+    k("jobs.NAME.cmdline", "one of file, job, cmdline", FIO, "\"--name=w --rw=randwrite --bs=4k --size=64m\"", "fio's command-line job options (`--name=` starts a job)"),
+    k("jobs.NAME.section", "every section", FIO, "\"w\"", "the sections to run, comma-separated (`fio --section`)"),
     // run
     k("run.duration", "60s", ALL, "\"60s\"", "simulated time"),
     k("run.warmup", "duration/2", ALL, "\"30s\"", "start of the measured window (it ends at `run.duration`)"),

@@ -876,7 +876,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     let run = read_run(&mut r)?;
     let features = read_features(&mut r, run.dirty_throttle)?;
     feature_defaults(&features, &mut devices, &mut filesystems, page_size);
-    let jobs = read_jobs(&mut r, &filesystems)?;
+    let jobs = read_jobs(&mut r, &machine, &devices, &filesystems)?;
     let trace = read_trace(&mut r)?;
     let events = read_events(&mut r, &devices, run.duration, page_size)?;
     let fidelity = read_fidelity(&mut r)?;
@@ -1243,11 +1243,16 @@ fn feature_defaults(
 
 /// `[jobs.NAME]`: `type` picks the job type, which reads its own keys
 /// (workload/*.rs); the keys every job takes are read here.
-fn read_jobs(r: &mut Reader, filesystems: &[Filesystem]) -> Result<Vec<Job>, ScenarioError> {
+fn read_jobs(
+    r: &mut Reader,
+    machine: &Machine,
+    devices: &[Device],
+    filesystems: &[Filesystem],
+) -> Result<Vec<Job>, ScenarioError> {
     let mut jobs = Vec::new();
     for (jname, jorigin) in r.raw.names_under("jobs") {
         let p = |k: &str| format!("jobs.{jname}.{k}");
-        let ty = match r.choice(&p("type"), &["dd", "fs_mark"])? {
+        let ty = match r.choice(&p("type"), &["dd", "fs_mark", "fio"])? {
             Some((t, _)) => t,
             None if jname == "dd" || jname.starts_with("dd") => "dd".into(),
             None if jname == "fs_mark" || jname == "fsmark" => "fs_mark".into(),
@@ -1255,7 +1260,7 @@ fn read_jobs(r: &mut Reader, filesystems: &[Filesystem]) -> Result<Vec<Job>, Sce
                 return err(
                     &jorigin,
                     format!(
-                    "job `{jname}` has no `type`; expected `type = \"dd\"` or `type = \"fs_mark\"`"
+                    "job `{jname}` has no `type`; expected `type = \"dd\"`, `type = \"fs_mark\"` or `type = \"fio\"`"
                 ),
                 )
             }
@@ -1292,6 +1297,15 @@ fn read_jobs(r: &mut Reader, filesystems: &[Filesystem]) -> Result<Vec<Job>, Sce
             runtime: None,
         };
         match ty.as_str() {
+            "fio" => {
+                let fio = crate::workload::fio::scenario::read_job(
+                    r, &jname, &jorigin, machine, devices,
+                )?;
+                jobs.extend(crate::workload::fio::scenario::scenario_jobs(
+                    fio, filesystem, start,
+                ));
+                continue;
+            }
             "fs_mark" => crate::workload::fs_mark::read_job(r, &jname, &jorigin, &mut job)?,
             _ => crate::workload::dd::read_job(r, &jname, &mut job)?,
         }

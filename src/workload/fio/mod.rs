@@ -9,6 +9,8 @@
 //! - `engine.rs`: the job's tasks on the simulated machine.
 
 pub mod job;
+pub mod parse;
+pub mod scenario;
 pub mod stats;
 
 pub use job::{Dir, FioError, FioJob};
