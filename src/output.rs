@@ -16,6 +16,8 @@ pub struct RunResult {
     pub fs_mark: String,
     pub trace_text: String,
     pub vmstat: String,
+    /// Files of the workloads' own (fio.json, fio's logs): name and bytes.
+    pub extra_files: Vec<(String, Vec<u8>)>,
     pub wall_s: f64,
     pub sim_s: f64,
     pub events: u64,
@@ -48,6 +50,7 @@ pub fn simulate(sc: &Scenario, trace_on: bool, mut progress: impl FnMut(f64, f64
         fs_mark,
         trace_text,
         vmstat,
+        extra_files: Vec::new(),
         wall_s,
         sim_s: sc.run.duration as f64 / 1e9,
         events: k.events_simulated(),
@@ -63,6 +66,9 @@ pub fn write_outputs(dir: &Path, r: &RunResult) -> std::io::Result<()> {
     std::fs::write(dir.join("vmstat"), &r.vmstat)?;
     if !r.fs_mark.is_empty() {
         std::fs::write(dir.join("fs_mark.txt"), &r.fs_mark)?;
+    }
+    for (name, bytes) in &r.extra_files {
+        std::fs::write(dir.join(name), bytes)?;
     }
     let wall = serde_json::json!({
         "wall_time_s": r.wall_s,

@@ -176,49 +176,6 @@ pub fn build_scenario(a: &FioArgs) -> Result<(Scenario, Vec<FioJob>), String> {
     Ok((sc, jobs))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
-
-    #[test]
-    fn wbsim_options_and_fio_options_are_told_apart() {
-        let a = parse_args(&s(&[
-            "job.fio",
-            "--section",
-            "w",
-            "--output-format=json",
-            "--set",
-            "vm.dirty_bytes=100M",
-            "--name=x",
-            "--rw=write",
-            "--seed=3",
-        ]))
-        .unwrap();
-        assert_eq!(a.files, s(&["job.fio"]));
-        assert_eq!(a.sections, s(&["w"]));
-        assert!(a.json);
-        assert_eq!(a.sets, s(&["vm.dirty_bytes=100M"]));
-        assert_eq!(a.job_args, s(&["--name=x", "--rw=write"]));
-        assert_eq!(a.seed, Some(3));
-    }
-
-    #[test]
-    fn bad_arguments_are_refused() {
-        assert!(parse_args(&s(&[])).is_err());
-        assert!(parse_args(&s(&["--output-format=terse", "a.fio"]))
-            .unwrap_err()
-            .contains("normal or json"));
-        assert!(parse_args(&s(&["a.fio", "--section"]))
-            .unwrap_err()
-            .contains("needs a value"));
-        assert!(parse_args(&s(&["-x", "a.fio"])).is_err());
-    }
-}
-
 /// `wbsim fio ARGS`: the exit code.
 pub fn main(args: &[String]) -> i32 {
     let a = match parse_args(args) {
@@ -260,4 +217,47 @@ fn run(a: &FioArgs, sc: &Scenario) -> i32 {
     let _ = (a, sc);
     eprintln!("wbsim fio: the engine is not wired in yet");
     1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn wbsim_options_and_fio_options_are_told_apart() {
+        let a = parse_args(&s(&[
+            "job.fio",
+            "--section",
+            "w",
+            "--output-format=json",
+            "--set",
+            "vm.dirty_bytes=100M",
+            "--name=x",
+            "--rw=write",
+            "--seed=3",
+        ]))
+        .unwrap();
+        assert_eq!(a.files, s(&["job.fio"]));
+        assert_eq!(a.sections, s(&["w"]));
+        assert!(a.json);
+        assert_eq!(a.sets, s(&["vm.dirty_bytes=100M"]));
+        assert_eq!(a.job_args, s(&["--name=x", "--rw=write"]));
+        assert_eq!(a.seed, Some(3));
+    }
+
+    #[test]
+    fn bad_arguments_are_refused() {
+        assert!(parse_args(&s(&[])).is_err());
+        assert!(parse_args(&s(&["--output-format=terse", "a.fio"]))
+            .unwrap_err()
+            .contains("normal or json"));
+        assert!(parse_args(&s(&["a.fio", "--section"]))
+            .unwrap_err()
+            .contains("needs a value"));
+        assert!(parse_args(&s(&["-x", "a.fio"])).is_err());
+    }
 }

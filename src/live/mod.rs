@@ -180,12 +180,17 @@ pub fn preflight(sc: &Scenario) -> Result<CapMethod, LiveError> {
     if let Some(j) = sc
         .jobs
         .iter()
-        .find(|j| !matches!(j.kind, JobKind::Dd { .. }))
+        .find(|j| matches!(j.kind, JobKind::FsMark(_)))
     {
         return Err(LiveError::Refused(format!(
-            "job `{}` is fs_mark; live mode runs dd jobs only so far",
+            "job `{}` is fs_mark; live mode runs dd and fio jobs only so far",
             j.name
         )));
+    }
+    if sc.jobs.iter().any(|j| matches!(j.kind, JobKind::Fio(_))) && !have("fio") {
+        return Err(LiveError::Refused(
+            "the scenario has fio jobs and `fio` is not installed".into(),
+        ));
     }
     if sc.run.dirty_throttle != crate::scenario::ThrottlePolicy::IoLess {
         return Err(LiveError::Refused(format!(
@@ -333,20 +338,15 @@ impl Restore {
     /// Undo everything; safe to call twice.
     pub fn restore(&mut self) {
         for c in &mut self.children {
-            // SAFETY: kill(2) on our own child's pid.
-            unsafe {
-                libc::kill(c.id() as i32, libc::SIGKILL);
-            }
+            kill_group(c.id(), libc::SIGKILL);
             let _ = c.wait();
         }
         self.children.clear();
         for (pid, st) in self.orphans.drain(..) {
             if journal::start_time(pid) == Some(st) {
-                // SAFETY: kill(2) on the pid of the process the journal
-                // names (its start time checked, so not a reused pid).
-                unsafe {
-                    libc::kill(pid as i32, libc::SIGKILL);
-                }
+                // the pid the journal names (its start time checked, so
+                // not a reused pid), and its process group
+                kill_group(pid, libc::SIGKILL);
             }
         }
         if let Some(inst) = self.instance.take() {
@@ -585,6 +585,9 @@ struct LiveDev {
 
 struct Writer {
     job: String,
+    /// The program: `dd`, or `fio` (one process for every fio job).
+    prog: &'static str,
+    cwd: Option<PathBuf>,
     start: Ns,
     end: Option<Ns>,
     args: Vec<String>,
@@ -629,8 +632,10 @@ pub fn run(
             .filter(|j| sc.filesystems[j.filesystem].device == i);
         let mut bytes: u64 = 0;
         for j in fs_jobs {
-            let JobKind::Dd { size, .. } = j.kind else {
-                unreachable!("refused in preflight")
+            let size = match &j.kind {
+                JobKind::Dd { size, .. } => *size,
+                JobKind::Fio(f) => fio_job_bytes(f),
+                JobKind::FsMark(_) => unreachable!("refused in preflight"),
             };
             let t = j.runtime.unwrap_or(sc.run.duration).min(sc.run.duration);
             let cap = (write_bps as u128 * t as u128 / NSEC_PER_SEC as u128) as u64 + (256 << 20);
@@ -786,9 +791,44 @@ pub fn run(
 
     // the writers
     let mut writers: Vec<Writer> = Vec::new();
+    // the fio jobs: one fio process runs them all, in the scenario's
+    // order, so that stonewall and wait_for hold across them
+    let fio_dir = if sc.jobs.iter().any(|j| matches!(j.kind, JobKind::Fio(_))) {
+        let dir = mnts[0].join("wbsim-fio");
+        std::fs::create_dir_all(&dir).map_err(failed)?;
+        let devpaths: Vec<(String, String)> = sc
+            .devices
+            .iter()
+            .zip(&devs)
+            .map(|(d, l)| (d.name.clone(), format!("/dev/{}", l.loopname)))
+            .collect();
+        let (text, dropped) = fio_live_job_file(sc, &mnts, &devpaths);
+        for d in dropped {
+            progress(&format!("fio: {d}"));
+        }
+        std::fs::write(dir.join("jobs.fio"), text).map_err(failed)?;
+        writers.push(Writer {
+            job: "fio".into(),
+            prog: "fio",
+            cwd: Some(dir.clone()),
+            start: 0,
+            end: None,
+            args: vec![
+                "--output-format=json".into(),
+                "--output=fio.json".into(),
+                "jobs.fio".into(),
+            ],
+            child: None,
+        });
+        Some(dir)
+    } else {
+        None
+    };
     for j in &sc.jobs {
-        let JobKind::Dd { bs, size } = j.kind else {
-            unreachable!("refused in preflight")
+        let (bs, size) = match j.kind {
+            JobKind::Dd { bs, size } => (bs, size),
+            JobKind::Fio(_) => continue,
+            JobKind::FsMark(_) => unreachable!("refused in preflight"),
         };
         for k in 0..j.numjobs {
             let file = mnts[j.filesystem].join(format!("{}.{k}", j.name));
@@ -803,6 +843,8 @@ pub fn run(
             }
             writers.push(Writer {
                 job: j.name.clone(),
+                prog: "dd",
+                cwd: None,
                 start: j.start,
                 end: j.runtime.map(|r| j.start + r),
                 args,
@@ -830,23 +872,28 @@ pub fn run(
         }
         for w in writers.iter_mut() {
             if w.child.is_none() && now >= w.start && w.end.is_none_or(|e| now < e) {
-                let mut cmd = Command::new("dd");
+                let mut cmd = Command::new(w.prog);
                 cmd.args(&w.args).stdin(Stdio::null()).stdout(Stdio::null());
+                if let Some(d) = &w.cwd {
+                    cmd.current_dir(d);
+                }
+                // its own process group, so that a kill reaches what it
+                // forks (fio's job processes) too
+                std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
                 die_with_parent(&mut cmd);
                 if let Some(p) = &procs {
                     join_cgroup(&mut cmd, p.clone());
                 }
-                let c = cmd.spawn().map_err(|e| failed(format!("dd: {e}")))?;
+                let c = cmd
+                    .spawn()
+                    .map_err(|e| failed(format!("{}: {e}", w.prog)))?;
                 guard.children.push(c);
                 guard.sync();
                 w.child = Some(guard.children.len() - 1);
             }
             if let (Some(c), Some(e)) = (w.child, w.end) {
                 if now >= e {
-                    // SAFETY: kill(2) on our own child's pid.
-                    unsafe {
-                        libc::kill(guard.children[c].id() as i32, libc::SIGKILL);
-                    }
+                    kill_group(guard.children[c].id(), libc::SIGKILL);
                 }
             }
         }
@@ -887,6 +934,10 @@ pub fn run(
         .iter()
         .enumerate()
         .filter_map(|(i, w)| {
+            // fio's own figures are in fio.json
+            if w.prog != "dd" {
+                return None;
+            }
             let c = w.child?;
             let pid = guard.children[c].id();
             Some(TaskObs {
@@ -911,14 +962,21 @@ pub fn run(
     samples.push(VmSample { t: end, ..s });
     write(inst.join("trace_marker"), "WBSIM_END")?;
     write(inst.join("tracing_on"), "0")?;
-    for c in &mut guard.children {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(c.id() as i32, libc::SIGKILL);
+    // fio ends its jobs on SIGINT and then writes its output
+    for w in &writers {
+        if let (Some(c), "fio") = (w.child, w.prog) {
+            stop_fio(&mut guard.children[c], stop);
         }
+    }
+    for c in &mut guard.children {
+        kill_group(c.id(), libc::SIGKILL);
         let _ = c.wait();
     }
     guard.children.clear();
+    let mut extra_files = Vec::new();
+    if let Some(dir) = &fio_dir {
+        extra_files = fio_live_outputs(dir)?;
+    }
     let trace_text = read(inst.join("trace"))?;
     // times relative to the start marker, as in the simulator
     let mut recs = trace::parse(&trace_text);
@@ -947,6 +1005,7 @@ pub fn run(
         fs_mark: String::new(),
         trace_text,
         vmstat: vm_text,
+        extra_files,
         wall_s: t_wall.elapsed().as_secs_f64(),
         sim_s: end as f64 / 1e9,
         events: 0,
@@ -1023,6 +1082,126 @@ pub fn stop_flag() -> Arc<AtomicBool> {
     stop
 }
 
+/// Send `sig` to our child `pid` and to its process group (each child is
+/// started in a group of its own: fio's job processes are in it).
+fn kill_group(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on our own child's pid and its process group.
+    unsafe {
+        libc::kill(-(pid as i32), sig);
+        libc::kill(pid as i32, sig);
+    }
+}
+
+/// Stop fio at the end of the run: SIGINT makes it end its jobs and write
+/// its output; it gets 15 s for that before it is killed.
+fn stop_fio(c: &mut Child, stop: &Arc<AtomicBool>) {
+    if matches!(c.try_wait(), Ok(Some(_))) {
+        return;
+    }
+    kill_group(c.id(), libc::SIGINT);
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(15) && !stop.load(Ordering::SeqCst) {
+        if matches!(c.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The bytes an fio job can write: its size for every clone, or None
+/// (time-bound: the device's cap decides).
+fn fio_job_bytes(f: &crate::workload::fio::FioJob) -> Option<u64> {
+    use crate::workload::fio::job::FioSize;
+    match f.size {
+        Some(FioSize::Bytes(b)) if !f.time_based => Some(b.saturating_mul(f.numjobs as u64)),
+        _ => None,
+    }
+}
+
+/// The options a live fio run does not pass on: where the files go is the
+/// run's (its mounts and loop devices), and what changes the machine
+/// outside the run (cgroups, commands) is the scenario's business.
+const FIO_LIVE_DROPPED: &[&str] = &[
+    "directory",
+    "filename",
+    "cgroup",
+    "cgroup_weight",
+    "cgroup_nodelete",
+    "exec_prerun",
+    "exec_postrun",
+];
+
+/// One job file for every fio job of `sc`, in order: each section with
+/// the options the job was parsed with, its files in its filesystem's
+/// mount and `filename=/dev/NAME` on NAME's loop device. Also what was
+/// dropped, to say so.
+fn fio_live_job_file(
+    sc: &Scenario,
+    mnts: &[PathBuf],
+    devpaths: &[(String, String)],
+) -> (String, Vec<String>) {
+    let mut text = String::from("; written by wbsim live\n");
+    let mut dropped = Vec::new();
+    for j in &sc.jobs {
+        let JobKind::Fio(f) = &j.kind else { continue };
+        text.push_str(&format!("\n[{}]\n", f.name));
+        for (k, v) in &f.options {
+            if FIO_LIVE_DROPPED.contains(&k.as_str()) {
+                if !matches!(k.as_str(), "directory" | "filename") {
+                    dropped.push(format!("job `{}`: {k} is not passed on live", f.name));
+                }
+                continue;
+            }
+            if v.is_empty() {
+                text.push_str(&format!("{k}\n"));
+            } else {
+                text.push_str(&format!("{k}={v}\n"));
+            }
+        }
+        let mnt = &mnts[j.filesystem];
+        text.push_str(&format!("directory={}\n", mnt.display()));
+        if let Some(names) = &f.filename {
+            let mapped: Vec<String> = names
+                .split(':')
+                .map(|n| match n.strip_prefix("/dev/") {
+                    Some(d) => devpaths
+                        .iter()
+                        .find(|(name, _)| name == d)
+                        .map(|(_, p)| p.clone())
+                        .unwrap_or_else(|| n.to_string()),
+                    // a file of the job's: in the mount, by its base name
+                    None => std::path::Path::new(n)
+                        .file_name()
+                        .map(|b| b.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| n.to_string()),
+                })
+                .collect();
+            text.push_str(&format!("filename={}\n", mapped.join(":")));
+        }
+    }
+    (text, dropped)
+}
+
+/// fio's JSON and log files from a live run's fio directory, for the
+/// output directory (as `wbsim fio` writes them).
+fn fio_live_outputs(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, LiveError> {
+    let json = std::fs::read(dir.join("fio.json"))
+        .map_err(|e| failed(format!("fio wrote no output ({e}); see its exit status")))?;
+    let mut files = vec![("fio.json".to_string(), json)];
+    let mut logs: Vec<_> = std::fs::read_dir(dir)
+        .map_err(failed)?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".log"))
+        .collect();
+    logs.sort();
+    for n in logs {
+        let b = std::fs::read(dir.join(&n)).map_err(failed)?;
+        files.push((n, b));
+    }
+    Ok(files)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1030,11 +1209,41 @@ mod tests {
     fn writer(start: Ns, end: Option<Ns>, child: Option<usize>) -> Writer {
         Writer {
             job: "dd".into(),
+            prog: "dd",
+            cwd: None,
             start,
             end,
             args: Vec::new(),
             child,
         }
+    }
+
+    #[test]
+    fn the_live_fio_job_file_puts_files_on_the_runs_mounts_and_devices() {
+        use crate::workload::fio::FioJob;
+        let mut sc = Scenario::builtin(&[]).unwrap();
+        let mut a = FioJob::new("a", "t.fio:1");
+        a.options = vec![
+            ("directory".into(), "/mnt/x".into()),
+            ("rw".into(), "write".into()),
+            ("time_based".into(), "".into()),
+            ("cgroup".into(), "writers".into()),
+        ];
+        let mut b = FioJob::new("b", "t.fio:9");
+        b.filename = Some("/dev/loop0".into());
+        b.options = vec![
+            ("filename".into(), "/dev/loop0".into()),
+            ("stonewall".into(), "".into()),
+        ];
+        sc.jobs = crate::workload::fio::scenario::scenario_jobs(vec![a, b], 0, 0);
+        let mnts = vec![PathBuf::from("/tmp/m0")];
+        let devs = vec![("loop0".to_string(), "/dev/loop7".to_string())];
+        let (text, dropped) = fio_live_job_file(&sc, &mnts, &devs);
+        assert_eq!(
+            text,
+            "; written by wbsim live\n\n[a]\nrw=write\ntime_based\ndirectory=/tmp/m0\n\n[b]\nstonewall\ndirectory=/tmp/m0\nfilename=/dev/loop7\n"
+        );
+        assert_eq!(dropped, vec!["job `a`: cgroup is not passed on live"]);
     }
 
     #[test]
