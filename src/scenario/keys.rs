@@ -144,7 +144,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("jobs.NAME.size", "no limit", DD, "\"1G\"", "bytes per writer"),
     k("jobs.NAME.runtime", "to the end", DD, "\"20s\"", "how long the writers write"),
     k("jobs.NAME.args", "required", FS_MARK, "\"-d /mnt/0 -S0 -n 1000 -s 4096 -L 2\"", "fs_mark's own flags: `-d DIR` (a thread each), `-D` subdirectories, `-n` files per loop, `-s` size, `-S0`, `-L` loops, `-t` threads per `-d`"),
-    k("jobs.NAME.file", "one of file, job, cmdline", FIO, "\"tests/data/fio/jobs/seed003-writers.fio\"", "an fio job file (relative to the scenario file); each of its jobs runs, its files on `filesystem`"),
+    k("jobs.NAME.file", "one of file, job, cmdline", FIO, "\"examples/seed-003/writers.fio\"", "an fio job file (relative to the scenario file); each of its jobs runs, its files on `filesystem`"),
     k("jobs.NAME.job", "one of file, job, cmdline", FIO, "\"[w]\\nrw=write\\nsize=64m\\n\"", "an fio job file's text, inline (a TOML multi-line string)"),
     k("jobs.NAME.cmdline", "one of file, job, cmdline", FIO, "\"--name=w --rw=randwrite --bs=4k --size=64m\"", "fio's command-line job options (`--name=` starts a job)"),
     k("jobs.NAME.section", "every section", FIO, "\"w\"", "the sections to run, comma-separated (`fio --section`)"),
@@ -451,6 +451,19 @@ bs = "1M"
 type = "fs_mark"
 filesystem = "fsda"
 args = "-d /mnt/0 -S0 -n 100 -s 4096 -L 1"
+[jobs.fiofile]
+type = "fio"
+filesystem = "scratch"
+file = "examples/seed-003/writers.fio"
+[jobs.fiojob]
+type = "fio"
+filesystem = "scratch"
+job = "[w]\nrw=write\nsize=64m\n"
+section = "w"
+[jobs.fiocmd]
+type = "fio"
+filesystem = "scratch"
+cmdline = "--name=w --rw=randwrite --bs=4k --size=64m"
 [fidelity.tolerance]
 dirty = 5
 [events.e]
@@ -470,6 +483,12 @@ at = "10s"
             ("devices", _) => "sda",
             ("filesystems", _) => "scratch",
             ("jobs", Some("fs_mark")) => "fsmark",
+            // one fio job for each way of giving its jobs
+            ("jobs", Some("fio")) => match segs.last() {
+                Some(&"file") => "fiofile",
+                Some(&"cmdline") => "fiocmd",
+                _ => "fiojob",
+            },
             ("jobs", _) => "dd",
             ("fidelity", _) => "dirty",
             ("events", _) => "e",
