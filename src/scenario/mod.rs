@@ -872,11 +872,12 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     let vm = read_vm(&mut r, page_size)?;
 
     let mut devices = read_devices(&mut r)?;
-    let mut filesystems = read_filesystems(&mut r, &devices, page_size)?;
+    let (mut filesystems, used) = read_filesystems(&mut r, &devices, page_size)?;
     let run = read_run(&mut r)?;
     let features = read_features(&mut r, run.dirty_throttle)?;
     feature_defaults(&features, &mut devices, &mut filesystems, page_size);
     let jobs = read_jobs(&mut r, &machine, &devices, &filesystems)?;
+    check_devices_used(&r, &devices, used, &jobs)?;
     let trace = read_trace(&mut r)?;
     let events = read_events(&mut r, &devices, run.duration, page_size)?;
     let fidelity = read_fidelity(&mut r)?;
@@ -1083,7 +1084,7 @@ fn read_filesystems(
     r: &mut Reader,
     devices: &[Device],
     page_size: u64,
-) -> Result<Vec<Filesystem>, ScenarioError> {
+) -> Result<(Vec<Filesystem>, Vec<bool>), ScenarioError> {
     let mut filesystems = Vec::new();
     let mut used = vec![false; devices.len()];
     // stacked devices claim the devices below them
@@ -1151,6 +1152,29 @@ fn read_filesystems(
             journal_size,
         });
     }
+    Ok((filesystems, used))
+}
+
+/// Every device is used: by a filesystem, a stacked device, or an fio job
+/// that names it (`filename=/dev/NAME`).
+fn check_devices_used(
+    r: &Reader,
+    devices: &[Device],
+    mut used: Vec<bool>,
+    jobs: &[Job],
+) -> Result<(), ScenarioError> {
+    for j in jobs {
+        if let JobKind::Fio(f) = &j.kind {
+            for name in f.filename.iter().flat_map(|n| n.split(':')) {
+                if let Some(i) = name
+                    .strip_prefix("/dev/")
+                    .and_then(|d| devices.iter().position(|x| x.name == d))
+                {
+                    used[i] = true;
+                }
+            }
+        }
+    }
     if let Some(i) = used.iter().position(|u| !u) {
         let d = &devices[i];
         let origin = r
@@ -1159,9 +1183,9 @@ fn read_filesystems(
             .get(&format!("devices.{}", d.name))
             .cloned()
             .unwrap_or(Origin::Builtin);
-        return err(&origin, format!("device `{}` is not named by any filesystem; add a [filesystems.NAME] with `device = \"{}\"` or remove it", d.name, d.name));
+        return err(&origin, format!("device `{}` is not named by any filesystem or fio job; add a [filesystems.NAME] with `device = \"{}\"` or remove it", d.name, d.name));
     }
-    Ok(filesystems)
+    Ok(())
 }
 
 /// `[run]`: duration, seed, the measured window, the throttle policy and
