@@ -9,6 +9,7 @@
 //! - `engine.rs`: the job's tasks on the simulated machine.
 
 pub mod job;
+pub mod output;
 pub mod stats;
 
 pub use job::{Dir, FioError, FioJob};

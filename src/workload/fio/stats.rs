@@ -464,6 +464,11 @@ pub struct JobStats {
     /// IOs and syncs counted; those stand for depth-1 issues and batches
     /// of one where the engine recorded none (a sync engine).
     default_marks: u64,
+    /// The engine has a commit hook (fio's `null`, `libaio`, `io_uring`):
+    /// fio marks submit and complete batches only from `td_io_commit` and
+    /// `io_u_queued_complete`, so without `add_submit`/`add_complete`
+    /// calls the distributions stay empty instead of batches of one.
+    pub engine_commits: bool,
     bw_sampler: Sampler,
     iops_sampler: Sampler,
     /// The logs the job writes (empty if none).
@@ -684,11 +689,11 @@ impl JobStats {
         }
         let (mut submit, mut complete) = (self.submit_map, self.complete_map);
         let (mut ts, mut tc) = (self.total_submit, self.total_complete);
-        if ts == 0 {
+        if ts == 0 && !self.engine_commits {
             submit[1] = self.default_marks;
             ts = self.default_marks;
         }
-        if tc == 0 {
+        if tc == 0 && !self.engine_commits {
             complete[1] = self.default_marks;
             tc = self.default_marks;
         }
