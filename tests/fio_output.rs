@@ -658,3 +658,59 @@ fn memory_fixed_over_a_long_stream() {
     assert_eq!(s.bw[1].samples, (2_000_000 * 7 * US) / (500 * MS));
     let _ = LogKind::ALL;
 }
+
+/// fio's own per-IO log values, replayed, give fio's own statistics: the
+/// running mean and deviation, the histogram's percentiles, and the per-IO
+/// bandwidth samples (perio.json is the run that wrote perio_*.1.log).
+#[test]
+fn replaying_fios_log_gives_fios_numbers() {
+    let col = |name: &str| -> Vec<u64> {
+        reference(name)
+            .lines()
+            .map(|l| l.split(", ").nth(1).unwrap().parse().unwrap())
+            .collect()
+    };
+    let (lats, clats) = (col("perio_lat.1.log"), col("perio_clat.1.log"));
+    let cfg = LogCfg {
+        bw: true,
+        iops: true,
+        ..LogCfg::default()
+    };
+    let mut s = JobStats::new(0, cfg);
+    for (i, (&lat, &clat)) in lats.iter().zip(&clats).enumerate() {
+        let done = i as u64 * 5 * MS + MS;
+        s.add_io(Dir::Write, 4096, 0, done - lat, Some(done - clat), done);
+    }
+    let fio: serde_json::Value = serde_json::from_str(&reference("perio.json")).unwrap();
+    let w = &fio["jobs"][0]["write"];
+    let close = |a: f64, b: &serde_json::Value| {
+        let b = b.as_f64().unwrap();
+        assert!((a - b).abs() <= 1e-6 * b.abs().max(1.0), "{a} vs fio {b}");
+    };
+    for (stat, key) in [(&s.clat[1], "clat_ns"), (&s.lat[1], "lat_ns")] {
+        let (min, max, mean, dev) = stat.calc().unwrap();
+        assert_eq!(min, w[key]["min"].as_u64().unwrap(), "{key}");
+        assert_eq!(max, w[key]["max"].as_u64().unwrap(), "{key}");
+        assert_eq!(stat.samples, w[key]["N"].as_u64().unwrap());
+        close(mean, &w[key]["mean"]);
+        close(dev, &w[key]["stddev"]);
+    }
+    let ours =
+        s.clat_hist[1].percentiles(s.clat[1].samples, &wbsim::workload::fio::stats::PERCENTILES);
+    let theirs: Vec<u64> = wbsim::workload::fio::stats::PERCENTILES
+        .iter()
+        .map(|p| {
+            w["clat_ns"]["percentile"][format!("{p:.6}")]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(ours, theirs);
+    let (min, max, mean, dev) = s.bw[1].calc().unwrap();
+    assert_eq!(min, w["bw_min"].as_u64().unwrap());
+    assert_eq!(max, w["bw_max"].as_u64().unwrap());
+    assert_eq!(s.bw[1].samples, w["bw_samples"].as_u64().unwrap());
+    close(mean, &w["bw_mean"]);
+    close(dev, &w["bw_dev"]);
+    assert_eq!(s.iops[1].samples, w["iops_samples"].as_u64().unwrap());
+}

@@ -67,11 +67,12 @@ EOF
   --output="$OLDPWD/$OUT/psync-file.txt")
 
 # Log files: per IO (no log_avg_msec) and averaged (log_avg_msec=100), at
-# 200 IOPS for 1 s so that the per-IO logs stay small.
+# 200 IOPS for 1 s so that the per-IO logs stay small. The per-IO run's
+# JSON (perio.json) holds fio's statistics of exactly the logged values.
 (cd "$tmp" && "$FIO" --name=l --ioengine=null --rw=write --bs=4k --size=1g \
   --time_based --runtime=1 --rate_iops=200 \
   --write_lat_log=perio --write_bw_log=perio --write_iops_log=perio \
-  --output=/dev/null)
+  --output-format=json --output="$OLDPWD/$OUT/perio.json")
 (cd "$tmp" && "$FIO" --name=l --ioengine=null --rw=randrw --bs=4k --size=1g \
   --time_based --runtime=1 --rate_iops=200,200 --log_avg_msec=100 \
   --write_lat_log=avg --write_bw_log=avg --write_iops_log=avg \
