@@ -730,6 +730,15 @@ fn show_lat(out: &mut String, pc: &[f64], ranges: &[&str], msg: &str) {
     }
 }
 
+/// The C library's message for an errno ("No space left on device").
+fn strerror(errno: i32) -> String {
+    let s = std::io::Error::from_raw_os_error(errno).to_string();
+    match s.find(" (os error") {
+        Some(p) => s[..p].to_string(),
+        None => s,
+    }
+}
+
 /// fio's `show_thread_status_normal`.
 fn job_normal(out: &mut String, r: &JobReport, g: &GroupRun, pid: usize, meta: &RunMeta) {
     let ts = &r.stats;
@@ -750,7 +759,7 @@ fn job_normal(out: &mut String, r: &JobReport, g: &GroupRun, pid: usize, meta: &
             r.groupid,
             ts.members,
             r.error,
-            std::io::Error::from_raw_os_error(r.error),
+            strerror(r.error),
             meta.time
         );
     }
@@ -978,6 +987,70 @@ pub fn write_logs(dir: &Path, reports: &[JobReport]) -> std::io::Result<Vec<Path
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn rep(name: &str, gr: bool, groupid: u32, ios: u64) -> JobReport {
+        let mut job = FioJob::new(name, "t");
+        job.group_reporting = gr;
+        let mut stats = JobStats::new(0, Default::default());
+        for i in 0..ios {
+            stats.add_io(Dir::Write, 4096, 0, i * 1000, None, i * 1000 + 500);
+        }
+        stats.finish(0, ios * 1000 + 1_000_000, 0, 0, 0);
+        JobReport {
+            job,
+            groupid,
+            stats,
+            error: 0,
+        }
+    }
+
+    #[test]
+    fn group_reporting_walk() {
+        // As __show_run_stats: a group_reporting job joins the entry
+        // before it when that entry is of its group, whatever that one's
+        // own setting; a new group starts a new entry.
+        let r = group_reports(vec![
+            rep("a", false, 0, 10),
+            rep("b", true, 0, 20),
+            rep("c", true, 1, 30),
+            rep("c", true, 1, 40),
+            rep("d", false, 1, 50),
+        ]);
+        let names: Vec<_> = r
+            .iter()
+            .map(|r| (r.job.name.as_str(), r.stats.total_ios[1]))
+            .collect();
+        assert_eq!(names, [("a", 30), ("c", 70), ("d", 50)]);
+        assert_eq!(r[1].stats.members, 2);
+    }
+
+    #[test]
+    fn error_line_and_groups() {
+        let mut a = rep("a", false, 0, 10);
+        a.error = 28;
+        let b = rep("b", false, 2, 10);
+        let m = RunMeta {
+            fio_version: "fio-3.33".into(),
+            time: "Thu Jan  1 00:00:00 1970".into(),
+            ..RunMeta::default()
+        };
+        let text = normal(&m, &[a, b], &[]);
+        assert!(text.contains("a: (groupid=0, jobs=1): err=28 (No space left on device): pid=1: Thu Jan  1 00:00:00 1970\n"), "{text}");
+        // Every group up to the highest is listed, as fio does.
+        assert!(
+            text.contains("Run status group 1 (all jobs):\n\nRun status group 2"),
+            "{text}"
+        );
+        let v = json(&m, &[rep("x", false, 0, 1)], &[]);
+        assert_eq!(v["jobs"][0]["error"], 0);
+        assert!(v.get("disk_util").is_none());
+        assert!(v.get("global options").is_none());
+    }
+
+    #[test]
+    fn errno_text() {
+        assert_eq!(strerror(28), "No space left on device");
+    }
 
     #[test]
     fn num2str_as_fio() {

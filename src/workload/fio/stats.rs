@@ -32,7 +32,7 @@
 //! is `size_of::<JobStats>()` plus at most four 14.5 KiB histograms plus the
 //! unflushed log bytes.
 
-use super::job::Dir;
+use super::job::{Dir, FioJob, IoEngine};
 use crate::sim::Ns;
 use std::io::Write as _;
 
@@ -288,6 +288,19 @@ pub struct LogCfg {
     pub offset: bool,
 }
 
+impl LogCfg {
+    /// The logs `job` asks for.
+    pub fn for_job(job: &FioJob) -> LogCfg {
+        LogCfg {
+            avg_msec: job.log_avg_msec,
+            lat: job.write_lat_log.is_some(),
+            bw: job.write_bw_log.is_some(),
+            iops: job.write_iops_log.is_some(),
+            offset: false,
+        }
+    }
+}
+
 /// The five logs fio writes, in the order `output::write_logs` writes them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogKind {
@@ -524,6 +537,17 @@ impl JobStats {
         s
     }
 
+    /// `new` for `job`, whose stats start at `epoch` (its start plus
+    /// `ramp_time`), with its logs and its engine's batch accounting.
+    pub fn for_job(job: &FioJob, epoch: Ns) -> JobStats {
+        let mut s = JobStats::new(epoch, LogCfg::for_job(job));
+        s.engine_commits = matches!(
+            job.ioengine,
+            IoEngine::Null | IoEngine::Libaio | IoEngine::IoUring
+        );
+        s
+    }
+
     fn ms(&self, t: Ns) -> u64 {
         t.saturating_sub(self.epoch) / 1_000_000
     }
@@ -659,6 +683,18 @@ impl JobStats {
         self.sync_hist.add(lat);
         self.total_sync += 1;
         self.default_marks += 1;
+    }
+
+    /// The `end_fsync` at the job's end: fio records its latency but, the
+    /// job being in TD_FSYNCING, counts it neither as an issued sync nor
+    /// in the depth maps.
+    pub fn add_end_sync(&mut self, issue: Ns, done: Ns) {
+        if done < self.epoch {
+            return;
+        }
+        let lat = done.saturating_sub(issue);
+        self.sync.add(lat);
+        self.sync_hist.add(lat);
     }
 
     /// The engine issued one IO with `depth` IOs in flight, itself
@@ -956,6 +992,27 @@ mod tests {
         assert_eq!((imin, imax, imean), (1000, 1000, 1000.0));
         assert_eq!(s.runtime_ms[1], 10_000);
         assert_eq!(s.runtime_ms[0], 0);
+    }
+
+    #[test]
+    fn for_job_and_end_sync() {
+        let mut job = FioJob::new("j", "t");
+        job.ioengine = IoEngine::Libaio;
+        job.write_bw_log = Some(String::new());
+        job.log_avg_msec = 250;
+        let mut s = JobStats::for_job(&job, 0);
+        assert!(s.engine_commits);
+        assert_eq!(s.logs.len(), 1);
+        assert_eq!(s.bw_sampler.avg_ms, 250);
+        assert_eq!(s.iops_sampler.avg_ms, AVG_TIME_MS);
+        s.add_io(Dir::Write, 4096, 0, 0, Some(100), 1_000);
+        s.add_sync(1_000, 2_000);
+        s.add_end_sync(2_000, 5_000);
+        assert_eq!(s.sync.samples, 2);
+        assert_eq!(s.total_sync, 1);
+        let (depth, submit, _, tsub, _) = s.depth_maps();
+        assert_eq!(depth[0], 2);
+        assert_eq!((submit, tsub), ([0; 7], 0));
     }
 
     #[test]
