@@ -607,7 +607,9 @@ impl JobStats {
     /// `issue`, the submission returned at `submit` (async engines only:
     /// `None` for sync engines, which have no slat), and it completed at
     /// `done`. clat = done - submit (or - issue), lat = done - issue.
-    /// (fio's `account_io_completion` and `io_u_queued`.)
+    /// (fio's `account_io_completion` and `io_u_queued`.) Bandwidth
+    /// windows close as `done` passes their end; an async IO reported
+    /// after a later one counts in the window open at that point.
     pub fn add_io(
         &mut self,
         dir: Dir,
