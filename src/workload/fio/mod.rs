@@ -11,6 +11,7 @@
 
 pub mod job;
 pub mod options;
+pub mod output;
 pub mod parse;
 pub mod scenario;
 pub mod stats;
