@@ -1185,8 +1185,13 @@ fn fio_live_job_file(
 /// fio's JSON and log files from a live run's fio directory, for the
 /// output directory (as `wbsim fio` writes them).
 fn fio_live_outputs(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, LiveError> {
-    let json = std::fs::read(dir.join("fio.json"))
+    let mut json = std::fs::read(dir.join("fio.json"))
         .map_err(|e| failed(format!("fio wrote no output ({e}); see its exit status")))?;
+    // fio writes "fio: terminating on signal 2" into its output file
+    // before the JSON when it was stopped
+    if let Some(i) = json.iter().position(|&b| b == b'{') {
+        json.drain(..i);
+    }
     let mut files = vec![("fio.json".to_string(), json)];
     let mut logs: Vec<_> = std::fs::read_dir(dir)
         .map_err(failed)?
