@@ -13,6 +13,7 @@ pub mod job;
 pub mod options;
 pub mod output;
 pub mod parse;
+pub mod report;
 pub mod scenario;
 pub mod stats;
 
