@@ -125,6 +125,7 @@ fn blk_throttle_caps_reads_at_read_bps_on_their_own_budget() {
         "devices.loop0.throttle.read_bps=20MiB/s",
         "devices.loop0.throttle.write_bps=10MiB/s",
     ]);
+    eprintln!("read_bps 20MiB/s, write_bps 10MiB/s: reads {r:.3}, writes {w:.3} MiB/s");
     assert!((r - 20.0).abs() <= 0.2, "reads {r:.3} MiB/s, cap 20");
     assert!((w - 10.0).abs() <= 0.1, "writes {w:.3} MiB/s, cap 10");
     // a read cap alone leaves writes alone: all 400 MiB go at once
@@ -162,6 +163,7 @@ fn hdd_random_4k_reads_at_queue_depth_1() {
     let iops = n as f64 / secs;
     // 1 / (avg_seek 8.5 ms + half a revolution at 7200 rpm, 4.17 ms)
     let want = 1.0 / (8.5e-3 + 30.0 / 7200.0);
+    eprintln!("hdd random 4k reads at QD1: {iops:.1} IOPS (1/(avg_seek + half a rev): {want:.1})");
     assert!(
         (iops / want - 1.0).abs() < 0.06,
         "{iops:.1} IOPS, expected about {want:.1}"
@@ -212,6 +214,12 @@ fn read_behind_writes(scheduler: &str) -> (Ns, u64) {
 #[test]
 fn mq_deadline_reads_overtake_queued_writes() {
     let (dd, writes) = read_behind_writes("mq-deadline");
+    let (none, nw) = read_behind_writes("none");
+    eprintln!(
+        "a read behind 200 queued writes: {:.1} ms (mq-deadline), {:.1} ms (none, {nw} writes first)",
+        dd as f64 / 1e6,
+        none as f64 / 1e6
+    );
     // behind at most the write on the disk: two 5 ms transfers
     assert!(dd <= 10 * NSEC_PER_MSEC, "read latency {dd} ns");
     assert!(writes < 10, "{writes} writes done before the read");
@@ -415,4 +423,35 @@ fn io_ticks_count_the_time_with_requests_in_flight() {
     assert_eq!(st.io_ticks_ns, 15 * NSEC_PER_MSEC);
     // time in queue: 5 + 10 + 5 ms
     assert_eq!(st.time_in_queue_ns(), 20 * NSEC_PER_MSEC);
+}
+
+#[test]
+fn summary_shows_reads_only_for_a_device_that_read() {
+    let devs = "[devices.sda]\ntype = \"ssd\"\n[devices.sdb]\ntype = \"ssd\"\n\
+                [filesystems.g]\ndevice = \"sdb\"\nmetadata = false\n";
+    let (mut k, pid) = machine(devs, "sda", &["jobs.dd.filesystem=f"]);
+    for i in 0..100 {
+        k.submit_bio(read(&k, pid, 0, i * 8, 8));
+    }
+    k.submit_bio(write(&k, pid, 1, 0, 8));
+    run_until(&mut k, 200 * NSEC_PER_SEC);
+    let s = wbsim::metrics::Summary::compute(&k.observations(Vec::new()));
+    let json = serde_json::to_value(&s).unwrap();
+    let dev = |n: &str| {
+        json["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|d| d["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    // 100 reads of 4 KiB over the 100 s run
+    let a = dev("sda");
+    assert_eq!(a["read_iops"], 1.0);
+    assert_eq!(a["avg_read_request_kib"], 4.0);
+    assert!(a.get("read_mib_s").is_some() && a.get("read_merges_s").is_some());
+    let b = dev("sdb");
+    assert!(b.get("read_iops").is_none() && b.get("read_mib_s").is_none());
+    assert_eq!(b["write_iops"], 0.01);
 }
