@@ -455,3 +455,38 @@ fn summary_shows_reads_only_for_a_device_that_read() {
     assert!(b.get("read_iops").is_none() && b.get("read_mib_s").is_none());
     assert_eq!(b["write_iops"], 0.01);
 }
+
+#[test]
+fn mq_deadline_tunables_are_its_sysfs_keys() {
+    // writes_starved = 0: a waiting write goes before any read
+    let (mut k, pid) = machine(
+        "[devices.sda]\ntype = \"disk\"\nqueue_depth = 1\n",
+        "sda",
+        &[
+            "devices.sda.queue.nr_requests=1000",
+            "devices.sda.queue.iosched.writes_starved=0",
+            "devices.sda.queue.iosched.read_expire=100",
+        ],
+    );
+    let tun = k.devs[0].sched.tun;
+    assert_eq!(tun.read_expire, 100 * NSEC_PER_MSEC);
+    assert_eq!(tun.write_expire, 5000 * NSEC_PER_MSEC);
+    for i in 0..10 {
+        k.submit_bio(write(&k, pid, 0, 10_000 + i * 100, 8));
+        k.submit_bio(read(&k, pid, 0, 50_000 + i * 100, 8));
+    }
+    while k.devs[0].stat.write_ios < 10 {
+        assert!(k.step());
+    }
+    assert_eq!(k.devs[0].stat.read_ios, 0, "the writes went first");
+    // the keys belong to mq-deadline
+    let toml = "[devices.sda]\ntype = \"ssd\"\nqueue.iosched.read_expire = 100\n\
+                [filesystems.f]\ndevice = \"sda\"\n[jobs.dd]\nbs = \"1M\"\n";
+    let e = Scenario::load_str(toml, "t.toml", "t", &[]).unwrap_err();
+    let m = e.to_string();
+    assert!(
+        m.starts_with("t.toml:3: ")
+            && m.contains("`queue.iosched.read_expire` on a queue whose scheduler is `none`"),
+        "{m}"
+    );
+}

@@ -10,7 +10,7 @@
 //!
 //! The budget comes in slices of `throtl_slice` (HZ/10) jiffies, as the
 //! kernel computes it (`tg_within_bps_limit`): the bytes allowed since the
-//! slice started are `write_bps` × the elapsed jiffies *rounded up to a
+//! slice started are the direction's bps × the elapsed jiffies *rounded up to a
 //! whole slice*, so each new 100 ms interval makes its whole budget
 //! available at once. Dispatching trims the slice (`throtl_trim_slice`:
 //! whole elapsed slices are dropped with their allowance; since Yu Kuai's

@@ -86,7 +86,8 @@ pub struct DiskStats {
     /// time since the last start or completion is added when requests
     /// were in flight); fio's `disk_util` is io_ticks / elapsed.
     pub io_ticks_ns: u64,
-    /// When `io_ticks_ns` was last brought up to date (`bd_stamp`).
+    /// When the requests in flight last rose from none (`io_ticks_ns`
+    /// has the busy time up to then).
     pub io_stamp: Ns,
     pub bios_submitted: u64,
     pub bios_completed: u64,
@@ -101,19 +102,15 @@ pub struct DiskStats {
 }
 
 impl DiskStats {
-    /// `update_io_ticks` at a start or completion at `now`.
-    #[inline]
-    fn io_ticks(&mut self, now: Ns) {
-        if self.in_flight > 0 {
-            self.io_ticks_ns += now - self.io_stamp;
-        }
-        self.io_stamp = now;
-    }
-
     /// A request (or md bio) is accounted in flight (`blk_account_io_start`).
+    /// `update_io_ticks` adds the time since its last call when requests
+    /// were in flight: the same sum as the busy periods', which are added
+    /// up here when they end.
     #[inline]
     pub fn io_start(&mut self, now: Ns) {
-        self.io_ticks(now);
+        if self.in_flight == 0 {
+            self.io_stamp = now;
+        }
         self.in_flight += 1;
     }
 
@@ -121,8 +118,10 @@ impl DiskStats {
     /// away into another).
     #[inline]
     pub fn io_gone(&mut self, now: Ns) {
-        self.io_ticks(now);
         self.in_flight -= 1;
+        if self.in_flight == 0 {
+            self.io_ticks_ns += now - self.io_stamp;
+        }
     }
 
     /// A request of `sectors` completed after `ticks` ns
@@ -250,6 +249,7 @@ impl Kernel {
                 elevator: d.queue.scheduler,
                 sched: crate::block::mq_deadline::SchedQueue {
                     depth: q.slots,
+                    tun: d.queue.iosched,
                     ..Default::default()
                 },
                 tags_used: 0,

@@ -21,6 +21,8 @@
 //!   `write_expire` 5 s), otherwise the next request in sector order from
 //!   where the direction's last dispatch ended, wrapping to the lowest
 //!   sector (one sweep direction, as the sort list is walked).
+//! - The tunables are `queue.iosched.read_expire`, `.write_expire` (ms, as
+//!   sysfs shows them) and `.writes_starved`.
 //! - The `fifo_batch` run length (16) is not modelled: every dispatch
 //!   starts a new batch, so the expiry and the direction are chosen before
 //!   each request, and writes starve for at most 2 reads, not 2 batches of
@@ -56,6 +58,8 @@ pub struct SchedQueue {
     pub next_pos_read: u64,
     /// `dd->starved`: times reads were chosen while writes waited.
     pub starved: u32,
+    /// The scheduler's tunables.
+    pub tun: Tunables,
 }
 
 /// `read_expire`: 500 ms.
@@ -64,6 +68,26 @@ pub const READ_EXPIRE: Ns = NSEC_PER_SEC / 2;
 pub const WRITE_EXPIRE: Ns = 5 * NSEC_PER_SEC;
 /// `writes_starved`: 2.
 pub const WRITES_STARVED: u32 = 2;
+
+/// mq-deadline's sysfs tunables (`queue/iosched/`), the kernel's defaults
+/// unless the scenario sets `queue.iosched.*`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tunables {
+    /// `read_expire` and `write_expire` (sysfs in ms).
+    pub read_expire: Ns,
+    pub write_expire: Ns,
+    pub writes_starved: u32,
+}
+
+impl Default for Tunables {
+    fn default() -> Tunables {
+        Tunables {
+            read_expire: READ_EXPIRE,
+            write_expire: WRITE_EXPIRE,
+            writes_starved: WRITES_STARVED,
+        }
+    }
+}
 
 /// Where a bio piece or a request (a read if `read`) can join a waiting
 /// request: the index of the request in `waiting` and whether it goes in
@@ -230,7 +254,7 @@ impl Kernel {
         let reqs = &self.reqs;
         let r = |id: ReqId| reqs[id].as_ref().expect("rq");
         q.starved = 0;
-        if !sorted || r(head).queued + WRITE_EXPIRE <= now {
+        if !sorted || r(head).queued + q.tun.write_expire <= now {
             return q.waiting.pop_front();
         }
         // the lowest sector at or after next_pos, else the lowest (wrap)
@@ -256,7 +280,7 @@ impl Kernel {
         let read = if writes {
             let starved = q.starved;
             q.starved += 1;
-            if starved >= WRITES_STARVED {
+            if starved >= q.tun.writes_starved {
                 q.starved = 0;
                 false
             } else {
@@ -266,9 +290,9 @@ impl Kernel {
             true
         };
         let (expire, next_pos) = if read {
-            (READ_EXPIRE, q.next_pos_read)
+            (q.tun.read_expire, q.next_pos_read)
         } else {
-            (WRITE_EXPIRE, q.next_pos)
+            (q.tun.write_expire, q.next_pos)
         };
         let reqs = &self.reqs;
         let r = |id: ReqId| reqs[id].as_ref().expect("rq");

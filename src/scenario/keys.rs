@@ -123,6 +123,9 @@ pub const KEYS: &[KeyDoc] = &[
     k("devices.NAME.queue.scheduler", "mq-deadline (disk, hdd), none (others)", ALL, "\"mq-deadline\"", "sysfs `queue/scheduler`: `none` or `mq-deadline`"),
     k("devices.NAME.queue.nr_requests", "128 (loop, throttled); 2 × min(depth, 128) with mq-deadline, else the depth (disk: queue_depth, hdd: 32); 32 (ssd, raid0)", ALL, "64", "sysfs `queue/nr_requests`: tags; a submitter sleeps when none is free"),
     k("devices.NAME.queue.wbt_lat_usec", "io-less: 2000 (loop, throttled, ssd), 75000 (disk, hdd), 0 (raid0); older policies: 0", ALL, "0", "sysfs `queue/wbt_lat_usec`: wbt's latency target; 0 turns wbt off"),
+    k("devices.NAME.queue.iosched.read_expire", "500", ALL, "250", "mq-deadline's `read_expire` (ms): a read waiting this long goes next; `iosched` keys need mq-deadline"),
+    k("devices.NAME.queue.iosched.write_expire", "5000", ALL, "1000", "mq-deadline's `write_expire` (ms): the same for a write"),
+    k("devices.NAME.queue.iosched.writes_starved", "2", ALL, "1", "mq-deadline's `writes_starved`: reads chosen over waiting writes before a write goes"),
     k("devices.NAME.bdi.min_ratio", "0", ALL, "10", "sysfs `/sys/class/bdi/*/min_ratio`"),
     k("devices.NAME.bdi.max_ratio", "100", ALL, "50", "sysfs `/sys/class/bdi/*/max_ratio`"),
     k("devices.NAME.bdi.strict_limit", "false", ALL, "true", "sysfs `strict_limit` (BDI_CAP_STRICTLIMIT; true/false or 1/0)"),
@@ -419,6 +422,8 @@ size = "5G"
 type = "disk"
 [devices.sda]
 type = "ssd"
+# the queue.iosched keys are mq-deadline's
+queue.scheduler = "mq-deadline"
 [devices.hdd0]
 type = "hdd"
 [devices.ssd0]
