@@ -178,16 +178,19 @@ fn a_write_cap_on_an_md_array_or_a_member_holds() {
     assert!(md <= 2.0 * 10.0 * 1.05, "md0 {md:.2} MiB/s");
 }
 
-/// A read limit alone is accepted; reads are not simulated, so it limits
-/// nothing and runs no dispatcher.
+/// A read limit alone is a rule with its dispatcher, which limits reads
+/// only (tests/reads.rs has its rate).
 #[test]
-fn a_read_limit_alone_changes_nothing() {
+fn a_read_limit_alone_limits_reads_only() {
     let src = four_dd("disk");
     let sc = load(&src, &["devices.sda.throttle.read_bps=1MiB/s"]);
     assert_eq!(sc.devices[0].throttle.read_bps, Some(1 << 20));
     assert_eq!(sc.devices[0].throttle.write_bps, None);
     let k = Kernel::new(sc, wbsim::trace::Tracer::disabled());
-    assert!(k.tasks.iter().all(|t| !t.comm.ends_with(":1H")));
+    assert!(k.tasks.iter().any(|t| t.comm.ends_with(":1H")));
+    let t = k.devs[0].throtl.as_ref().expect("a rule");
+    assert!(t.rw[0].as_ref().is_some_and(|r| r.bps == 1 << 20));
+    assert!(t.write().is_none(), "writes are not throttled");
 }
 
 const TAIL: &str = "[filesystems.f]\ndevice = \"sda\"\n[jobs.dd]\nbs = \"1M\"\n";
@@ -238,7 +241,7 @@ fn bad_device_input_is_a_scenario_error() {
         (
             "type = \"ssd\"\nqueue.depth = 4\n",
             3,
-            "expected one of its keys {channels,per_io,bandwidth,write_cache,cache,flush_bandwidth} or a key of every device {",
+            "expected one of its keys {channels,per_io,bandwidth,write_cache,cache,flush_bandwidth,read_latency,read_bandwidth} or a key of every device {",
         ),
         // an unknown type lists every type
         (

@@ -1,12 +1,16 @@
 //! Requests, the per-task plug and tags (block/blk-mq.c, blk-merge.c,
 //! blk-core.c).
 //!
-//! - A bio is split at `max_sectors` (`__bio_split_to_limits`).
+//! - A bio is split at `max_sectors` (`__bio_split_to_limits`), reads and
+//!   writes alike.
 //! - With a plug, a piece first tries to merge into the *newest* plugged
 //!   request only (`blk_attempt_plug_merge`): a back or front merge within
-//!   `max_sectors` and `max_segments`; a size failure marks the request
-//!   no-merge.
-//! - Otherwise it needs a wbt token (block/blk_wbt.rs), then a tag; where
+//!   `max_sectors` and `max_segments`, of the same direction
+//!   (`blk_rq_merge_ok` compares the op: a read never merges with a write);
+//!   a size failure marks the request no-merge. Reads are plugged as
+//!   writes are.
+//! - Otherwise a write needs a wbt token (block/blk_wbt.rs; reads take
+//!   none), then a tag; where
 //!   wbt's limit is reached or all `nr_requests` tags are in use the
 //!   submitter sleeps (and, sleeping, flushes its plug) until completions
 //!   free one (`rq_qos_wait`, `blk_mq_get_tag`).
@@ -39,7 +43,8 @@ pub struct Request {
     pub queued: Ns,
     /// The task waiting for this request's wbt token or tag, if any.
     pub waiter: Option<Pid>,
-    /// The bio's `REQ_SYNC`/`REQ_BACKGROUND` flags (wbt's limit).
+    /// The bio's `REQ_SYNC`/`REQ_BACKGROUND` flags (wbt's limit), and
+    /// `REQ_READ` for a read.
     pub opf: u8,
     /// The request holds a wbt token (`WBT_TRACKED`).
     pub wbt_tracked: bool,
@@ -64,6 +69,12 @@ pub struct Plug {
 }
 
 impl Request {
+    /// A read request (`rq_data_dir` is READ).
+    #[inline]
+    pub fn is_read(&self) -> bool {
+        crate::block::op_is_read(self.opf)
+    }
+
     /// Take a bio piece at the back, or at the front (`bio_attempt_back_merge`
     /// / `bio_attempt_front_merge`); the caller checked the limits.
     pub fn add_bio(&mut self, id: BioId, sector: u64, sectors: u64, segs: u32, front: bool) {
@@ -156,6 +167,7 @@ impl Kernel {
             //    the ≤ 4.x rule, any plugged request of this queue (flush
             //    and FUA writes never merge)
             let nomerge = opf & crate::block::blk_wbt::REQ_NOMERGE != 0;
+            let read = crate::block::op_is_read(opf);
             if let Some(pid) = submitter.filter(|_| !nomerge) {
                 let any = self.sc.features.plug_merge_any;
                 let mut merged = false;
@@ -166,6 +178,14 @@ impl Kernel {
                     if rq.dev != dev {
                         continue; // another queue's request (a plug over md members)
                     }
+                    if rq.is_read() != read {
+                        // blk_rq_merge_ok: another op; the 6.x rule looks
+                        // at the newest request only
+                        if !any {
+                            break;
+                        }
+                        continue;
+                    }
                     let back = rq.sector + rq.nr_sectors == s;
                     let front = s + n == rq.sector;
                     if !rq.nomerge && (back || front) {
@@ -173,7 +193,7 @@ impl Kernel {
                             rq.nomerge = true;
                         } else {
                             rq.add_bio(id, s, n, segs, front);
-                            self.devs[dev].stat.write_merges += 1;
+                            self.devs[dev].stat.merged(read);
                             merged = true;
                         }
                         break;
@@ -187,7 +207,7 @@ impl Kernel {
                 }
             }
             // 2. a request waiting in the scheduler (mq-deadline)
-            if !nomerge && self.dd_bio_merge(dev, id, s, n, segs) {
+            if !nomerge && self.dd_bio_merge(dev, id, s, n, segs, read) {
                 continue;
             }
             // 3. a new request, which needs a wbt token and a tag
@@ -210,21 +230,25 @@ impl Kernel {
             if must_wait {
                 // the submitter already sleeps: later pieces queue behind
                 self.reqs[rq].as_mut().expect("rq").waiter = submitter;
-                if self.devs[dev].wbt.enabled() {
+                if self.devs[dev].wbt.enabled() && !read {
                     self.devs[dev].wbt.waiters.push_back(rq);
                 } else {
                     self.devs[dev].tag_waiters.push_back(rq);
                 }
                 continue;
             }
-            if !self.wbt_wait(dev, opf) {
+            if read {
+                // wbt_should_throttle is false for reads: no token, only
+                // the issue time (close_io)
+                self.wbt_read_seen(dev);
+            } else if !self.wbt_wait(dev, opf) {
                 must_wait = true;
                 self.reqs[rq].as_mut().expect("rq").waiter = submitter;
                 self.devs[dev].wbt.waiters.push_back(rq);
                 continue;
             }
             let r = self.reqs[rq].as_mut().expect("rq");
-            r.wbt_tracked = self.devs[dev].wbt.enabled();
+            r.wbt_tracked = self.devs[dev].wbt.enabled() && !read;
             must_wait |= !self.blk_mq_get_tag(dev, rq, submitter, TagFrom::Submit);
         }
         must_wait
@@ -240,6 +264,7 @@ impl Kernel {
         submitter: Option<Pid>,
         from: TagFrom,
     ) -> bool {
+        let now = self.now();
         let d = &mut self.devs[dev];
         let full = d.tags_used >= d.nr_requests || !d.tag_waiters.is_empty();
         if from != TagFrom::FreedTag && full {
@@ -248,7 +273,8 @@ impl Kernel {
             return false;
         }
         d.tags_used += 1;
-        d.stat.in_flight += 1; // accounted from tag allocation, as blk-mq does
+        // accounted from tag allocation, as blk-mq does
+        d.stat.io_start(now);
         self.reqs[rq].as_mut().expect("rq").waiter = None;
         // a submitter woken with a token or tag continues in
         // blk_mq_submit_bio: the request joins its plug (flushed when it went
@@ -324,13 +350,12 @@ impl Kernel {
         let r = self.reqs[rq].take().expect("rq completed twice");
         self.free_reqs.push(rq);
         let dev = r.dev;
+        let now = self.now();
+        let read = r.is_read();
         let st = &mut self.devs[dev].stat;
-        st.in_flight -= 1;
-        st.write_ios += 1;
-        st.write_sectors += r.nr_sectors;
-        st.write_ticks_ns += service;
+        st.io_done(now, read, r.nr_sectors, service);
         use crate::block::blk_wbt::{REQ_META, REQ_SYNC};
-        if r.opf & REQ_META != 0 {
+        if r.opf & REQ_META != 0 && !read {
             st.meta_write_ios += 1;
             st.meta_write_sectors += r.nr_sectors;
             if r.opf & REQ_SYNC != 0 {
@@ -350,9 +375,13 @@ impl Kernel {
         pieces.clear();
         self.piece_pool.push(pieces);
         // rq_qos_done before the tag is freed
-        let granted = self.wbt_done(dev, r.wbt_tracked);
-        if !granted.is_empty() {
-            self.wbt_tokens_granted(dev, granted);
+        if read {
+            self.wbt_read_seen(dev);
+        } else {
+            let granted = self.wbt_done(dev, r.wbt_tracked);
+            if !granted.is_empty() {
+                self.wbt_tokens_granted(dev, granted);
+            }
         }
         self.blk_mq_put_tag(dev);
     }

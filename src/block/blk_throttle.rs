@@ -1,6 +1,6 @@
-//! blk-throttle's write bandwidth limit (block/blk-throttle.c), as the host
-//! rig uses it: a rule in the root blkio cgroup caps the device's writes at
-//! `write_bps`.
+//! blk-throttle's bandwidth limits (block/blk-throttle.c), as the host
+//! rig uses them: a rule in the root blkio cgroup caps the device's writes
+//! at `write_bps` (and reads at `read_bps`).
 //!
 //! A rule is a policy on a queue, any queue: `devices.NAME.throttle.write_bps`
 //! (and `.read_bps`), as `blkio.throttle.write_bps_device` or cgroup v2's
@@ -10,7 +10,7 @@
 //!
 //! The budget comes in slices of `throtl_slice` (HZ/10) jiffies, as the
 //! kernel computes it (`tg_within_bps_limit`): the bytes allowed since the
-//! slice started are `write_bps` × the elapsed jiffies *rounded up to a
+//! slice started are the direction's bps × the elapsed jiffies *rounded up to a
 //! whole slice*, so each new 100 ms interval makes its whole budget
 //! available at once. Dispatching trims the slice (`throtl_trim_slice`:
 //! whole elapsed slices are dropped with their allowance; since Yu Kuai's
@@ -32,6 +32,13 @@
 //!
 //! Metadata bios (REQ_META) are charged but never queued under the 6.x
 //! policy, as the host's 6.18 kernel behaves.
+//!
+//! Reads and writes are two directions with separate limits, slices,
+//! budgets and queues (`tg->bytes_disp[rw]`, `sq->queued[rw]`): a read is
+//! charged against `read_bps` only and never waits behind queued writes.
+//! A direction without a limit is not throttled at all. One pending timer
+//! serves both (the earlier of their waits), and the dispatch work submits
+//! the released reads before the writes.
 
 use crate::kernel::{BioId, Ev, Kernel, Pid};
 use crate::scenario::raw::err;
@@ -39,9 +46,8 @@ use crate::scenario::{DevSection, Reader, ScenarioError};
 use crate::sim::Ns;
 use std::collections::VecDeque;
 
-/// A queue's blk-throttle rule, in bytes per second (`None`: no limit).
-/// Only writes are simulated: `read_bps` is accepted and kept, and limits
-/// nothing.
+/// A queue's blk-throttle rule, in bytes per second (`None`: no limit):
+/// `read_bps` caps reads, `write_bps` writes, each on its own budget.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ThrotlConf {
     pub write_bps: Option<u64>,
@@ -86,17 +92,28 @@ pub(crate) fn parse_conf(
     Ok(c)
 }
 
-pub struct Throtl {
+/// One direction's budget and queue (`throtl_grp`'s `[rw]` halves and
+/// its service queue's `queued[rw]`): blk-throttle keeps reads and writes
+/// apart, each with its own limit, slice and queue, and a bio waits only
+/// behind bios of its own direction.
+pub struct TgDir {
     pub bps: u64,
     /// `throtl_slice` in jiffies.
     pub slice: u64,
-    /// The write slice: `slice_start`, `slice_end` (jiffies) and
-    /// `bytes_disp` (bytes dispatched in it).
+    /// The slice: `slice_start`, `slice_end` (jiffies) and `bytes_disp`
+    /// (bytes dispatched in it).
     pub slice_start: u64,
     pub slice_end: u64,
     pub bytes_disp: u64,
     /// Queued bios, oldest first.
     queue: VecDeque<BioId>,
+    /// 6.18's trim (see [`Throtl::v6_18`]).
+    v6_18: bool,
+}
+
+pub struct Throtl {
+    /// The read (0) and write (1) directions; `None`: no limit that way.
+    pub rw: [Option<TgDir>; 2],
     timer_at: Option<Ns>,
     /// The kworker that runs the dispatch work (holds its plug).
     pub dispatcher: Pid,
@@ -113,16 +130,38 @@ fn roundup(x: u64, to: u64) -> u64 {
 }
 
 impl Throtl {
-    pub fn new(bps: u64, dispatcher: Pid, hz: u64, v6_18: bool) -> Throtl {
+    /// A rule with a read and a write limit (either may be absent).
+    pub fn new_rw(
+        read_bps: Option<u64>,
+        write_bps: Option<u64>,
+        dispatcher: Pid,
+        hz: u64,
+        v6_18: bool,
+    ) -> Throtl {
+        let dir = |bps: Option<u64>| bps.map(|b| TgDir::new(b, hz, v6_18));
         Throtl {
+            rw: [dir(read_bps), dir(write_bps)],
+            timer_at: None,
+            dispatcher,
+            v6_18,
+        }
+    }
+
+    /// The write direction (a rule made with a write limit).
+    pub fn write(&self) -> Option<&TgDir> {
+        self.rw[1].as_ref()
+    }
+}
+
+impl TgDir {
+    pub fn new(bps: u64, hz: u64, v6_18: bool) -> TgDir {
+        TgDir {
             bps,
             slice: (hz / 10).max(1),
             slice_start: 0,
             slice_end: 0,
             bytes_disp: 0,
             queue: VecDeque::new(),
-            timer_at: None,
-            dispatcher,
             v6_18,
         }
     }
@@ -201,77 +240,102 @@ impl Kernel {
         self.devs[dev].throtl.as_mut().expect("a blk-throttle rule")
     }
 
-    /// `blk_throtl_bio`: pass the bio now if nothing is queued and it is
-    /// within the budget, else queue it. Returns true if the submitter must
-    /// sleep for a tag.
+    /// `blk_throtl_bio`: pass the bio now if its direction has no limit,
+    /// or nothing of its direction is queued and it is within the budget;
+    /// else queue it. Returns true if the submitter must sleep for a tag.
     pub fn blk_throtl_bio(&mut self, dev: usize, id: BioId, submitter: Pid) -> bool {
         let size = self.bio_bytes(id);
         let (now, hz) = (self.jiffies(), self.hz());
+        let opf = self.bios[id].as_ref().expect("bio").opf;
+        let rw = usize::from(!crate::block::op_is_read(opf));
         // 6.18 lets metadata (REQ_META: ext4's journal and buffers, XFS's log
         // and buffers) through at once and only charges it: on the host rig
         // XFS metadata went from submit to issue in 0.2 ms (p50) while data
         // waited, and the device ran above the cap during xfsaild's waves
         // (docs/validation.md)
-        let meta = self.bios[id].as_ref().expect("bio").opf & crate::block::blk_wbt::REQ_META != 0;
+        let meta = opf & crate::block::blk_wbt::REQ_META != 0;
         let t = self.throtl(dev);
-        if meta && t.v6_18 {
-            t.bytes_disp += size;
+        let v6_18 = t.v6_18;
+        // blk_should_throtl: no rule in this direction
+        let Some(d) = t.rw[rw].as_mut() else {
+            return self.driver_submit_bio(dev, id, submitter);
+        };
+        if meta && v6_18 {
+            d.bytes_disp += size;
             return self.driver_submit_bio(dev, id, submitter);
         }
-        if t.queue.is_empty() && t.may_dispatch(size, now, hz).is_ok() {
-            t.charge(size, now, hz);
+        if d.queue.is_empty() && d.may_dispatch(size, now, hz).is_ok() {
+            d.charge(size, now, hz);
             return self.driver_submit_bio(dev, id, submitter);
         }
-        t.queue.push_back(id);
-        if t.queue.len() == 1 {
+        d.queue.push_back(id);
+        if d.queue.len() == 1 {
             self.throtl_arm(dev);
         }
         false
     }
 
     /// `tg_update_disptime` + `throtl_schedule_pending_timer`: the pending
-    /// timer for when the first queued bio may go.
+    /// timer for when the first queued bio of either direction may go (an
+    /// armed timer is brought forward when a direction's first bio may go
+    /// earlier).
     fn throtl_arm(&mut self, dev: usize) {
         let (now, hz) = (self.jiffies(), self.hz());
-        let t = self.throtl(dev);
-        let first = if t.timer_at.is_none() {
-            t.queue.front().copied()
-        } else {
-            None
-        };
-        let Some(first) = first else {
+        let mut wait: Option<u64> = None;
+        for rw in 0..2 {
+            let first = self.throtl(dev).rw[rw]
+                .as_ref()
+                .and_then(|d| d.queue.front().copied());
+            let Some(first) = first else { continue };
+            let size = self.bio_bytes(first);
+            let d = self.throtl(dev).rw[rw].as_mut().expect("dir");
+            let w = d.may_dispatch(size, now, hz).err().unwrap_or(0);
+            wait = Some(wait.map_or(w, |x| x.min(w)));
+        }
+        let Some(wait) = wait else {
             return;
         };
-        let size = self.bio_bytes(first);
-        let wait = self
-            .throtl(dev)
-            .may_dispatch(size, now, hz)
-            .err()
-            .unwrap_or(0);
         let at = if wait == 0 {
             self.now()
         } else {
             self.timer_fire_time(now + wait)
         };
-        self.throtl(dev).timer_at = Some(at);
+        let t = self.throtl(dev);
+        if t.timer_at.is_some_and(|a| a <= at) {
+            return;
+        }
+        t.timer_at = Some(at);
         self.q.schedule(at, Ev::ThrotlTimer { dev: dev as u32 });
     }
 
     /// The pending timer: release every queued bio that may go now, in
-    /// order, and submit them under the dispatch work's plug to the driver
-    /// (`blk_throtl_dispatch_work_fn` → `submit_bio_noacct_nocheck`).
+    /// order within each direction, and submit them under the dispatch
+    /// work's plug to the driver, reads first
+    /// (`blk_throtl_dispatch_work_fn` → `submit_bio_noacct_nocheck`; the
+    /// 3:1 read/write quantum of `throtl_dispatch_tg` only orders bios
+    /// that all go in this one run). A timer that was brought forward
+    /// leaves its old expiry, which does nothing.
     pub fn blk_throtl_timer(&mut self, dev: usize) {
+        let at = self.now();
+        if self.throtl(dev).timer_at != Some(at) {
+            return;
+        }
         let (now, hz) = (self.jiffies(), self.hz());
         let mut ready = Vec::new();
-        while let Some(&id) = self.throtl(dev).queue.front() {
-            let size = self.bio_bytes(id);
-            let t = self.throtl(dev);
-            if t.may_dispatch(size, now, hz).is_err() {
-                break;
+        for rw in 0..2 {
+            while let Some(&id) = self.throtl(dev).rw[rw]
+                .as_ref()
+                .and_then(|d| d.queue.front())
+            {
+                let size = self.bio_bytes(id);
+                let d = self.throtl(dev).rw[rw].as_mut().expect("dir");
+                if d.may_dispatch(size, now, hz).is_err() {
+                    break;
+                }
+                d.charge(size, now, hz);
+                d.queue.pop_front();
+                ready.push(id);
             }
-            t.charge(size, now, hz);
-            t.queue.pop_front();
-            ready.push(id);
         }
         let t = self.throtl(dev);
         t.timer_at = None;
@@ -295,8 +359,8 @@ mod tests {
     const MIB: u64 = 1 << 20;
 
     /// 50 MiB/s, slice 25 jiffies: 5 MiB per slice (6.18's trim).
-    fn tg() -> Throtl {
-        Throtl::new(50 * MIB, 0, HZ, true)
+    fn tg() -> TgDir {
+        TgDir::new(50 * MIB, HZ, true)
     }
 
     #[test]
@@ -319,7 +383,7 @@ mod tests {
 
     /// Dispatch (and charge) one 1 MiB bio at each of `times` (jiffies),
     /// each of which the budget must allow.
-    fn dispatch(t: &mut Throtl, times: &[u64]) {
+    fn dispatch(t: &mut TgDir, times: &[u64]) {
         for &now in times {
             t.may_dispatch(MIB, now, HZ).unwrap();
             t.charge(MIB, now, HZ);
@@ -328,7 +392,7 @@ mod tests {
 
     #[test]
     fn dispatching_extends_then_trims_the_slice_before_6_18() {
-        let mut t = Throtl::new(50 * MIB, 0, HZ, false);
+        let mut t = TgDir::new(50 * MIB, HZ, false);
         dispatch(&mut t, &[1000, 1020]);
         // the slice was extended to cover now + 25, rounded up to 25
         assert_eq!(

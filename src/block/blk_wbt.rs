@@ -10,8 +10,8 @@
 //! - `max_depth` for WB_SYNC_ALL writeback (REQ_SYNC), or when a task slept
 //!   in balance_dirty_pages on this queue's bdi within the last second;
 //! - `wb_background` for background and periodic writeback (REQ_BACKGROUND)
-//!   and in the first 100 ms after a read (`close_io`; wbsim has no reads, so
-//!   only the 100 ms after the queue is set up);
+//!   and within 100 ms of a read's issue or completion (`close_io`; and in
+//!   the 100 ms after the queue is set up);
 //! - `wb_normal` otherwise (start-all writeback, a legacy dirtier's own).
 //!
 //! `max_depth` starts at min(16, queue depth) and is scaled every monitoring
@@ -21,8 +21,14 @@
 //! write cache and no recently throttled dirtier that limit is 0, so waiters
 //! wait for the queue to drain.
 //!
-//! Not modelled: reads (latency samples, `LAT_OK`/`LAT_EXCEEDED`), the kswapd
-//! and discard classes, and BFQ switching wbt off.
+//! Reads are never throttled (`wbt_should_throttle` is false for them):
+//! they take no token and go straight to tag allocation; their issue and
+//! completion times feed `close_io` (`last_issue`, `last_comp`).
+//!
+//! Not modelled: the read-latency monitoring (read latency samples in the
+//! window, `LAT_OK`/`LAT_EXCEEDED` and the scale-downs they cause: a window
+//! with reads is judged as one with writes only), the kswapd and discard
+//! classes, and BFQ switching wbt off.
 
 use crate::block::blk_mq::ReqId;
 use crate::kernel::{DevId, Ev, Kernel, Pid};
@@ -74,8 +80,12 @@ pub struct RqWb {
     pub timer_armed: bool,
     /// Write completions in the current window (`stat[WRITE].nr_samples`).
     pub win_writes: u64,
-    /// `last_issue`/`last_comp` (reads only; set when the queue is set up).
+    /// The later of `last_issue`/`last_comp` (reads only; set when the
+    /// queue is set up).
     pub last_read_j: u64,
+    /// When the queue was set up: the dirty-sleep time of a queue without
+    /// a bdi of its own (an md member).
+    pub init_j: u64,
     /// Requests whose submitter sleeps for a token, oldest first.
     pub waiters: VecDeque<ReqId>,
 }
@@ -142,6 +152,7 @@ impl RqWb {
             wc,
             queue_depth,
             last_read_j: now_j,
+            init_j: now_j,
             ..Default::default()
         };
         w.update_limits();
@@ -207,7 +218,7 @@ impl Kernel {
             .bdis
             .iter()
             .find(|b| b.dev == dev)
-            .map_or(self.devs[dev].wbt.last_read_j, |b| {
+            .map_or(self.devs[dev].wbt.init_j, |b| {
                 self.wbs[b.wbs[0]].dirty_sleep
             });
         now < sleep + self.hz()
@@ -261,6 +272,15 @@ impl Kernel {
         let j = now_j + w.cur_win_ns / tick;
         let at = self.timer_fire_time(j);
         self.q.schedule(at, Ev::WbtTimer { dev: dev as u32 });
+    }
+
+    /// `wbt_issue` of a read, and `wbt_done` of one: `last_issue` /
+    /// `last_comp` for `close_io`.
+    #[inline]
+    pub fn wbt_read_seen(&mut self, dev: DevId) {
+        let now = self.jiffies();
+        let w = &mut self.devs[dev].wbt;
+        w.last_read_j = w.last_read_j.max(now);
     }
 
     /// A write request completed (`blk_stat_add` and, for a tracked one,

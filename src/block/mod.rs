@@ -65,24 +65,118 @@ pub enum BioOwner {
     },
 }
 
-/// /sys/block/DEV/stat's write half, plus bio counts.
+/// /sys/block/DEV/stat (`part_stat_show`: both halves, `in_flight`,
+/// `io_ticks` and `time_in_queue`), plus bio counts. Times are ns (the
+/// kernel prints ms).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct DiskStats {
+    pub read_ios: u64,
+    pub read_merges: u64,
+    pub read_sectors: u64,
+    /// Sum of read requests' times from allocation to completion
+    /// (`nsecs[STAT_READ]`).
+    pub read_ticks_ns: u64,
     pub write_ios: u64,
     pub write_merges: u64,
     pub write_sectors: u64,
     /// Sum of request service times (ms in the kernel; ns here).
     pub write_ticks_ns: u64,
     pub in_flight: u64,
+    /// Time with at least one request in flight (`update_io_ticks`: the
+    /// time since the last start or completion is added when requests
+    /// were in flight); fio's `disk_util` is io_ticks / elapsed.
+    pub io_ticks_ns: u64,
+    /// When the requests in flight last rose from none (`io_ticks_ns`
+    /// has the busy time up to then).
+    pub io_stamp: Ns,
     pub bios_submitted: u64,
     pub bios_completed: u64,
-    /// Requests created (after splitting); = write_ios + in_flight.
+    /// Requests created (after splitting); = read_ios + write_ios +
+    /// in_flight.
     pub requests_issued: u64,
     /// Completed requests with REQ_META, and of those REQ_SYNC (journal).
     pub meta_write_ios: u64,
     pub meta_write_sectors: u64,
     pub journal_write_ios: u64,
     pub journal_write_sectors: u64,
+}
+
+impl DiskStats {
+    /// A request (or md bio) is accounted in flight (`blk_account_io_start`).
+    /// `update_io_ticks` adds the time since its last call when requests
+    /// were in flight: the same sum as the busy periods', which are added
+    /// up here when they end.
+    #[inline]
+    pub fn io_start(&mut self, now: Ns) {
+        if self.in_flight == 0 {
+            self.io_stamp = now;
+        }
+        self.in_flight += 1;
+    }
+
+    /// A request leaves the in-flight count without completing (merged
+    /// away into another).
+    #[inline]
+    pub fn io_gone(&mut self, now: Ns) {
+        self.in_flight -= 1;
+        if self.in_flight == 0 {
+            self.io_ticks_ns += now - self.io_stamp;
+        }
+    }
+
+    /// A request of `sectors` completed after `ticks` ns
+    /// (`blk_account_io_done`, `blk_account_io_completion`), in the half
+    /// of its direction.
+    #[inline]
+    pub fn io_done(&mut self, now: Ns, read: bool, sectors: u64, ticks: Ns) {
+        self.io_gone(now);
+        if read {
+            self.read_ios += 1;
+            self.read_sectors += sectors;
+            self.read_ticks_ns += ticks;
+        } else {
+            self.write_ios += 1;
+            self.write_sectors += sectors;
+            self.write_ticks_ns += ticks;
+        }
+    }
+
+    /// `io_ticks_ns` brought up to `now` (/sys/block/DEV/stat's reader
+    /// calls `update_io_ticks` too).
+    pub fn io_ticks_at(&self, now: Ns) -> u64 {
+        self.io_ticks_ns
+            + if self.in_flight > 0 {
+                now - self.io_stamp
+            } else {
+                0
+            }
+    }
+
+    /// Requests completed, both directions.
+    pub fn ios(&self) -> u64 {
+        self.read_ios + self.write_ios
+    }
+
+    /// `time_in_queue`: since 5.x the sum of the directions' ticks.
+    pub fn time_in_queue_ns(&self) -> u64 {
+        self.read_ticks_ns + self.write_ticks_ns
+    }
+
+    /// A merge in `read`'s direction.
+    #[inline]
+    pub fn merged(&mut self, read: bool) {
+        if read {
+            self.read_merges += 1;
+        } else {
+            self.write_merges += 1;
+        }
+    }
+}
+
+/// Whether request flags `opf` are a read's (`op_is_write` false).
+#[inline]
+pub fn op_is_read(opf: u8) -> bool {
+    opf & blk_wbt::REQ_READ != 0
 }
 
 pub struct BlockDev {
@@ -106,8 +200,8 @@ pub struct BlockDev {
     pub stat: DiskStats,
     /// The driver's state (drivers/).
     pub driver: Driver,
-    /// blk-throttle's state, when the queue has a write limit
-    /// (`throttle.write_bps`).
+    /// blk-throttle's state, when the queue has a limit
+    /// (`throttle.write_bps`, `throttle.read_bps`).
     pub throtl: Option<Throtl>,
     /// wbt's state (`queue/wbt_lat_usec`; off for bio-based devices).
     pub wbt: blk_wbt::RqWb,
@@ -136,13 +230,14 @@ impl Kernel {
             let dev_id = self.devs.len();
             let driver = self.driver_init(dev_id, &d);
             // blk_throtl_init: the rule's dispatch work runs in a kworker
-            let throtl = d.throttle.write_bps.map(|bps| {
+            let t = d.throttle;
+            let throtl = (t.write_bps.is_some() || t.read_bps.is_some()).then(|| {
                 let comm = format!("kworker/{dev_id}:1H");
                 let disp = self.new_task(comm, crate::kernel::Body::Kworker, None);
                 // 6.18's blk-throttle with the 6.x policy, the older
                 // one with the 3.2 and legacy policies
                 let v6_18 = self.sc.features.blk_throttle_v6_18;
-                Throtl::new(bps, disp, self.hz(), v6_18)
+                Throtl::new_rw(t.read_bps, t.write_bps, disp, self.hz(), v6_18)
             });
             self.devs.push(BlockDev {
                 name: d.name.clone(),
@@ -154,6 +249,7 @@ impl Kernel {
                 elevator: d.queue.scheduler,
                 sched: crate::block::mq_deadline::SchedQueue {
                     depth: q.slots,
+                    tun: d.queue.iosched,
                     ..Default::default()
                 },
                 tags_used: 0,

@@ -3,6 +3,11 @@
 //! transfer one at a time through a pipe limited by `bandwidth` and `iops`
 //! (each transfer takes max(bytes / bandwidth, 1 / iops)), and complete
 //! `latency` after their transfer ends.
+//!
+//! The disk is one pipe with no write cache: a read is timed as a write of
+//! its size is, and reads and writes share the bandwidth and the IOPS (a
+//! device whose figures are its total capacity, the way a `dd` or fio
+//! measurement of a plain disk sees it).
 
 use crate::block::blk_mq::ReqId;
 use crate::drivers::{DeviceKind, DriverType, Parsed, QueueInfo};

@@ -53,6 +53,16 @@
 //! cache waits for it to empty and overfills it). The host link is taken to
 //! be much faster than the media, so the data transfer into the cache is not
 //! timed.
+//!
+//! # Reads
+//!
+//! A read ([`HddState::submit_read`]) always goes to the media, with the
+//! same service time as a write (command overhead, seek, rotation, media
+//! rate): the write cache does not absorb it, and data still in the cache
+//! is not served from it. It takes its place in the media's FIFO order, so
+//! a read behind cached writes waits until the media has written them
+//! (drives reorder their queue; this model does not), and completes when
+//! its media transfer ends.
 
 use crate::block::blk_mq::ReqId;
 use crate::drivers::{DeviceKind, DriverType, Parsed, QueueInfo};
@@ -250,6 +260,18 @@ impl HddState {
         ack
     }
 
+    /// Submit a read of `bytes` at `sector` at time `now`; returns its
+    /// completion time: after everything already on the media's queue
+    /// (cached writes included), its command, positioning and transfer.
+    pub fn submit_read(&mut self, now: Ns, sector: u64, bytes: u64) -> Ns {
+        let m = &self.model;
+        let media = m.position_time(self.head_sector, sector) + m.xfer_time(sector, bytes);
+        self.head_sector = sector + bytes.div_ceil(SECTOR);
+        let end = now.max(self.media_free) + m.per_cmd_overhead + media;
+        self.media_free = end;
+        end
+    }
+
     /// Completion time of a cache flush (`REQ_PREFLUSH`) issued at `now`:
     /// when every write submitted so far is on the media. Without a write
     /// cache completed writes are already durable, so it is `now`.
@@ -432,14 +454,18 @@ impl Kernel {
     #[inline]
     pub fn hdd_queue_rq(&mut self, dev: DevId, rq: ReqId) {
         let now = self.now();
-        let (sector, sectors) = {
+        let (sector, sectors, read) = {
             let r = self.reqs[rq].as_ref().expect("rq");
-            (r.sector, r.nr_sectors)
+            (r.sector, r.nr_sectors, r.is_read())
         };
         let crate::drivers::Driver::Hdd(st) = &mut self.devs[dev].driver else {
             unreachable!("not an hdd")
         };
-        let done = st.submit(now, sector, sectors * 512);
+        let done = if read {
+            st.submit_read(now, sector, sectors * 512)
+        } else {
+            st.submit(now, sector, sectors * 512)
+        };
         self.q
             .schedule(done, crate::kernel::Ev::ReqDone { rq: rq as u32 });
     }
@@ -647,6 +673,24 @@ mod tests {
         let e3 = e2 + per(&m, 8, c2);
         assert_eq!(s.flush(0), e3);
         assert_eq!(s.flush(e3 + 5), e3 + 5);
+    }
+
+    #[test]
+    fn a_read_is_not_absorbed_and_waits_behind_cached_writes() {
+        let m = HddModel::default();
+        let c2 = m.capacity_sectors / 2;
+        let mut s = HddState::new(m.clone());
+        // a cached write at C/2 is acked after its command ...
+        assert_eq!(s.submit(0, c2, 4096), 100_000);
+        let e1 = s.media_idle_at();
+        // ... and a read at 0 submitted then waits for its media write,
+        // then pays its own command, seek back, rotation and transfer
+        let want = e1 + 100_000 + m.position_time(c2 + 8, 0) + m.xfer_time(0, 4096);
+        assert_eq!(s.submit_read(200_000, 0, 4096), want);
+        // on an idle disk a read costs what an uncached write does
+        let mut a = HddState::new(m.clone());
+        let mut b = HddState::new(uncached());
+        assert_eq!(a.submit_read(0, c2, 4096), b.submit(0, c2, 4096));
     }
 
     #[test]

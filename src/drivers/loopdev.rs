@@ -13,6 +13,10 @@
 //! The request completes when the worker is done with it, and the worker
 //! takes the next; it sleeps when none is queued.
 //!
+//! A read (`lo_read_simple` → the image file's `read_iter`) is copied out
+//! of the image's pages by the worker in the same way, at `copy_per_kib`;
+//! it allocates nothing (a hole in the tmpfs image reads as zeroes).
+//!
 //! With `backing = "none"` no worker runs: a request completes as soon as
 //! the driver takes it (an image whose writes cost nothing). The host
 //! rig's device, a loop device on tmpfs capped by blk-throttle, is
@@ -178,7 +182,8 @@ impl Kernel {
     pub fn loop_queue_rq(&mut self, dev: DevId, rq: ReqId) {
         let now = self.now();
         let Some(lo) = self.lo(dev).as_mut() else {
-            return self.request_done(rq, 0);
+            let ticks = now - self.reqs[rq].as_ref().expect("rq").queued;
+            return self.request_done(rq, ticks);
         };
         lo.queue.push_back((rq, now));
         if lo.idle {
@@ -191,9 +196,10 @@ impl Kernel {
     /// `loop_process_work`: complete the request just written, then start
     /// on the next one, or sleep.
     pub fn loop_step(&mut self, _pid: Pid, dev: DevId) -> Action {
-        if let Some((rq, at)) = self.lo(dev).as_mut().expect("loop").cur.take() {
-            let service = self.now() - at;
-            self.request_done(rq, service);
+        if let Some((rq, _)) = self.lo(dev).as_mut().expect("loop").cur.take() {
+            // the request's time from its allocation (`nsecs[]`)
+            let ticks = self.now() - self.reqs[rq].as_ref().expect("rq").queued;
+            self.request_done(rq, ticks);
         }
         let lo = self.lo(dev).as_mut().expect("loop");
         let Some((rq, at)) = lo.queue.pop_front() else {
@@ -201,10 +207,18 @@ impl Kernel {
             return Action::Block;
         };
         lo.cur = Some((rq, at));
-        let (sector, sectors) = {
+        let (sector, sectors, read) = {
             let r = self.reqs[rq].as_ref().expect("rq");
-            (r.sector, r.nr_sectors)
+            (r.sector, r.nr_sectors, r.is_read())
         };
+        let c = &self.sc.machine.cost;
+        let kib = sectors / 2;
+        if read {
+            return Action::Cpu {
+                user: 0,
+                sys: kib * c.copy_per_kib,
+            };
+        }
         let ps = self.page_size();
         let first = sector * 512 / ps;
         let end = ((sector + sectors) * 512).div_ceil(ps);

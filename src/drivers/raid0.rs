@@ -17,6 +17,8 @@
 //! The `raid0` driver (at the end) is bio-based: md's `submit_bio` splits a
 //! bio at chunk boundaries and submits the member bios in the caller's
 //! context (and plug); the md bio completes when its last piece does.
+//! Reads are remapped and split as writes are (the member bios keep the
+//! bio's op).
 //! md counts each of its bios as one IO in its disk stats.
 
 use crate::block::Bio;
@@ -290,7 +292,8 @@ impl Kernel {
         };
         let pieces = || raid0_pieces(chunk, ndevs, sector, nr);
         self.bios[id].as_mut().expect("bio").remaining = pieces().count() as u32;
-        self.devs[dev].stat.in_flight += 1;
+        let now = self.now();
+        self.devs[dev].stat.io_start(now);
         self.devs[dev].stat.requests_issued += 1;
         let mut wait = false;
         for (m, msector, mnr) in pieces() {
@@ -319,12 +322,10 @@ impl Kernel {
         let p = self.bios[parent].as_mut().expect("parent bio");
         p.remaining -= 1;
         if p.remaining == 0 {
-            let dev = p.dev;
-            let sectors = p.nr_sectors;
-            let st = &mut self.devs[dev].stat;
-            st.in_flight -= 1;
-            st.write_ios += 1;
-            st.write_sectors += sectors;
+            let (dev, sectors, at) = (p.dev, p.nr_sectors, p.submit_time);
+            let read = crate::block::op_is_read(p.opf);
+            let now = self.now();
+            self.devs[dev].stat.io_done(now, read, sectors, now - at);
             self.bio_endio(parent);
         }
     }

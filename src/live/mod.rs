@@ -569,10 +569,16 @@ fn dev_snap(loopname: &str) -> DevSnap {
         .split_whitespace()
         .filter_map(|x| x.parse().ok())
         .collect();
+    let at = |i: usize| f.get(i).copied().unwrap_or(0);
     DevSnap {
-        write_ios: f.get(4).copied().unwrap_or(0),
-        write_merges: f.get(5).copied().unwrap_or(0),
-        write_sectors: f.get(6).copied().unwrap_or(0),
+        read_ios: at(0),
+        read_merges: at(1),
+        read_sectors: at(2),
+        read_ticks_ns: at(3) * 1_000_000,
+        write_ios: at(4),
+        write_merges: at(5),
+        write_sectors: at(6),
+        io_ticks_ns: at(9) * 1_000_000,
         meta: None,
     }
 }

@@ -43,8 +43,16 @@ pub struct TaskObs {
     pub end: TaskSnap,
 }
 
+/// A device's /sys/block/DEV/stat figures at one time (times in ns).
 #[derive(Clone, Debug, Default)]
 pub struct DevSnap {
+    pub read_ios: u64,
+    pub read_merges: u64,
+    pub read_sectors: u64,
+    pub read_ticks_ns: u64,
+    /// Time with requests in flight (fio's `disk_util` is its share of the
+    /// elapsed time).
+    pub io_ticks_ns: u64,
     pub write_ios: u64,
     pub write_merges: u64,
     pub write_sectors: u64,
@@ -121,6 +129,11 @@ impl Kernel {
     fn dev_snap(&self, i: usize) -> DevSnap {
         let s = &self.devs[i].stat;
         DevSnap {
+            read_ios: s.read_ios,
+            read_merges: s.read_merges,
+            read_sectors: s.read_sectors,
+            read_ticks_ns: s.read_ticks_ns,
+            io_ticks_ns: s.io_ticks_at(self.now()),
             write_ios: s.write_ios,
             write_merges: s.write_merges,
             write_sectors: s.write_sectors,
@@ -289,6 +302,16 @@ pub struct DevSummary {
     pub write_iops: f64,
     pub avg_request_kib: f64,
     pub write_merges_s: f64,
+    /// Reads (only when the device read in the window): MiB/s, IOPS,
+    /// average request and merges per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_mib_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_iops: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub avg_read_request_kib: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_merges_s: Option<f64>,
     /// Of the writes: metadata (WM + WSM) and journal (WSM) IOPS and MiB/s
     /// (simulation only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -409,6 +432,10 @@ impl Summary {
             .map(|d| {
                 let ios = d.end.write_ios - d.start.write_ios;
                 let sec = d.end.write_sectors - d.start.write_sectors;
+                let rios = d.end.read_ios - d.start.read_ios;
+                let rsec = d.end.read_sectors - d.start.read_sectors;
+                let rmerges = d.end.read_merges - d.start.read_merges;
+                let read = |v: f64| (rios > 0).then(|| r3(v));
                 let meta = |f: &dyn Fn(&MetaSnap) -> f64| -> Option<f64> {
                     let (a, b) = (d.start.meta?, d.end.meta?);
                     let delta = MetaSnap {
@@ -429,6 +456,10 @@ impl Summary {
                         0.0
                     }),
                     write_merges_s: r3(per_s(d.end.write_merges - d.start.write_merges)),
+                    read_mib_s: read(per_s(rsec * 512) / MIB),
+                    read_iops: read(per_s(rios)),
+                    avg_read_request_kib: read(rsec as f64 / 2.0 / rios.max(1) as f64),
+                    read_merges_s: read(per_s(rmerges)),
                     meta_write_iops: meta(&|m: &MetaSnap| per_s(m.ios)),
                     meta_write_mib_s: meta(&|m: &MetaSnap| per_s(m.sectors * 512) / MIB),
                     journal_write_iops: meta(&|m: &MetaSnap| per_s(m.journal_ios)),

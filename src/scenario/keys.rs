@@ -92,10 +92,10 @@ pub const KEYS: &[KeyDoc] = &[
     // devices
     k("devices.NAME.type", "required", ALL, "\"ssd\"", "`loop` (a loop device over a store that completes at once), `throttled` (a loop device with a write cap), `disk`, `ssd`, `hdd` or `raid0`"),
     k("devices.NAME.write_bps", "required", THROTTLED, "\"50MiB/s\"", "the loop device's write cap: its `throttle.write_bps`"),
-    k("devices.NAME.read_bps", "none (no cap)", THROTTLED, "\"100MiB/s\"", "its `throttle.read_bps`; accepted but unused (no workload reads)"),
+    k("devices.NAME.read_bps", "none (no cap)", THROTTLED, "\"100MiB/s\"", "the loop device's read cap: its `throttle.read_bps`"),
     k("devices.NAME.backing", "none", LOOPS, "\"tmpfs\"", "`tmpfs`: a loop worker copies each request into the image's tmpfs pages on a CPU; `none`: requests complete once the throttle passes them"),
     k("devices.NAME.throttle.write_bps", "none (no cap)", ALL, "\"20MiB/s\"", "blk-throttle's write cap on the queue, any type (`blkio.throttle.write_bps_device`, `io.max` `wbps`)"),
-    k("devices.NAME.throttle.read_bps", "none (no cap)", ALL, "\"20MiB/s\"", "blk-throttle's read cap; accepted but unused (no workload reads)"),
+    k("devices.NAME.throttle.read_bps", "none (no cap)", ALL, "\"20MiB/s\"", "blk-throttle's read cap on the queue, any type (`io.max` `rbps`), on a budget of its own"),
     k("devices.NAME.bandwidth", "150MiB/s (disk), 500MB/s (ssd)", Some("disk, ssd"), "\"200MiB/s\"", "data rate"),
     k("devices.NAME.iops", "200", DISK, "500", "IOPS cap"),
     k("devices.NAME.latency", "4ms", DISK, "\"2ms\"", "completion latency"),
@@ -105,6 +105,8 @@ pub const KEYS: &[KeyDoc] = &[
     k("devices.NAME.write_cache", "true", Some("ssd, hdd"), "false", "volatile write cache"),
     k("devices.NAME.cache", "64M", Some("ssd, hdd"), "\"32M\"", "write cache size"),
     k("devices.NAME.flush_bandwidth", "500MB/s", SSD, "\"400MB/s\"", "write cache drain rate"),
+    k("devices.NAME.read_latency", "50us", SSD, "\"80us\"", "fixed cost of a read on a channel (flash tR and the command; the defaults: a SATA SSD, ~12.5k 4 KiB read IOPS at depth 1)"),
+    k("devices.NAME.read_bandwidth", "550MB/s", SSD, "\"3GB/s\"", "read data rate, shared by the channels"),
     k("devices.NAME.rpm", "7200", HDD, "5400", "spindle speed; a non-sequential request waits half a revolution"),
     k("devices.NAME.avg_seek", "8.5ms", HDD, "\"9ms\"", "average seek (track_to_track ≤ avg_seek ≤ full_stroke)"),
     k("devices.NAME.track_to_track", "1ms", HDD, "\"0.8ms\"", "shortest seek"),
@@ -122,6 +124,9 @@ pub const KEYS: &[KeyDoc] = &[
     k("devices.NAME.queue.scheduler", "mq-deadline (disk, hdd), none (others)", ALL, "\"mq-deadline\"", "sysfs `queue/scheduler`: `none` or `mq-deadline`"),
     k("devices.NAME.queue.nr_requests", "128 (loop, throttled); 2 × min(depth, 128) with mq-deadline, else the depth (disk: queue_depth, hdd: 32); 32 (ssd, raid0)", ALL, "64", "sysfs `queue/nr_requests`: tags; a submitter sleeps when none is free"),
     k("devices.NAME.queue.wbt_lat_usec", "io-less: 2000 (loop, throttled, ssd), 75000 (disk, hdd), 0 (raid0); older policies: 0", ALL, "0", "sysfs `queue/wbt_lat_usec`: wbt's latency target; 0 turns wbt off"),
+    k("devices.NAME.queue.iosched.read_expire", "500", ALL, "250", "mq-deadline's `read_expire` (ms): a read waiting this long goes next; `iosched` keys need mq-deadline"),
+    k("devices.NAME.queue.iosched.write_expire", "5000", ALL, "1000", "mq-deadline's `write_expire` (ms): the same for a write"),
+    k("devices.NAME.queue.iosched.writes_starved", "2", ALL, "1", "mq-deadline's `writes_starved`: reads chosen over waiting writes before a write goes"),
     k("devices.NAME.bdi.min_ratio", "0", ALL, "10", "sysfs `/sys/class/bdi/*/min_ratio`"),
     k("devices.NAME.bdi.max_ratio", "100", ALL, "50", "sysfs `/sys/class/bdi/*/max_ratio`"),
     k("devices.NAME.bdi.strict_limit", "false", ALL, "true", "sysfs `strict_limit` (BDI_CAP_STRICTLIMIT; true/false or 1/0)"),
@@ -422,6 +427,8 @@ size = "5G"
 type = "disk"
 [devices.sda]
 type = "ssd"
+# the queue.iosched keys are mq-deadline's
+queue.scheduler = "mq-deadline"
 [devices.hdd0]
 type = "hdd"
 [devices.ssd0]

@@ -184,6 +184,9 @@ pub struct Queue {
     /// rotational ones (disk, hdd) under the 6.x policy; 0 for bio-based
     /// devices (md) and for the older policies (wbt arrived in 4.10).
     pub wbt_lat_usec: u64,
+    /// queue/iosched/ of mq-deadline: `read_expire`, `write_expire` (ms),
+    /// `writes_starved`.
+    pub iosched: crate::block::mq_deadline::Tunables,
 }
 
 /// `queue/scheduler`: `none`, or `mq-deadline` (block/mq-deadline.c).
@@ -535,6 +538,9 @@ pub(crate) const DEVICE_KEYS: &[&str] = &[
     "queue.nr_requests",
     "queue.scheduler",
     "queue.wbt_lat_usec",
+    "queue.iosched.read_expire",
+    "queue.iosched.write_expire",
+    "queue.iosched.writes_starved",
     "bdi.min_ratio",
     "bdi.max_ratio",
     "bdi.strict_limit",
@@ -1016,6 +1022,7 @@ fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
             Some((v, _)) => v,
             None => u64::MAX,
         };
+        let iosched = parse_iosched(r, &p, scheduler)?;
         let min_ratio = r
             .uint(&p("bdi.min_ratio"), 0, 100)?
             .map(|x| x.0)
@@ -1072,10 +1079,41 @@ fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
                 nr_requests,
                 scheduler,
                 wbt_lat_usec,
+                iosched,
             },
         });
     }
     Ok(devices)
+}
+
+/// `queue.iosched.*`: mq-deadline's tunables (block/mq-deadline.c's sysfs
+/// `read_expire`, `write_expire` in ms, `writes_starved`), only on a queue
+/// whose scheduler is mq-deadline (`queue/iosched/` is the elevator's).
+fn parse_iosched(
+    r: &mut Reader,
+    p: &dyn Fn(&str) -> String,
+    scheduler: Elevator,
+) -> Result<crate::block::mq_deadline::Tunables, ScenarioError> {
+    let mut t = crate::block::mq_deadline::Tunables::default();
+    let ms = crate::sim::NSEC_PER_MSEC;
+    for k in ["read_expire", "write_expire", "writes_starved"] {
+        let key = format!("queue.iosched.{k}");
+        let Some((v, e)) = r.uint(&p(&key), 0, 1 << 30)? else {
+            continue;
+        };
+        if scheduler != Elevator::MqDeadline {
+            return err(
+                &e.origin,
+                format!("`{key}` on a queue whose scheduler is `none`; expected `queue.scheduler = \"mq-deadline\"` with it"),
+            );
+        }
+        match k {
+            "read_expire" => t.read_expire = v * ms,
+            "write_expire" => t.write_expire = v * ms,
+            _ => t.writes_starved = v as u32,
+        }
+    }
+    Ok(t)
 }
 
 /// `[filesystems.NAME]`: each on a device of its own (a stacked device's
