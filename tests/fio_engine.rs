@@ -108,8 +108,10 @@ fn direct_randwrite_at_depth_one_runs_at_the_cap() {
     // clat ≈ bs / cap = 1.25 ms
     let clat = mean_lat(&k, Dir::Write);
     assert!((clat / 1.25e6 - 1.0).abs() < 0.05, "clat {clat}");
-    // no page cache involved
+    // the run ended with the clone running: its statistics end there
     let c = &k.fio.clones[0];
+    assert_eq!(c.stats.runtime, 10_000_000_000);
+    // no page cache involved
     assert_eq!(k.tasks[c.pid].nr_dirtied, 0);
 }
 
@@ -117,7 +119,13 @@ fn direct_randwrite_at_depth_one_runs_at_the_cap() {
 fn libaio_keeps_iodepth_in_flight_on_an_hdd() {
     // no write cache: until reads are served as reads, the device serves
     // them as writes of the same size, and a write cache would absorb them
-    let sc = scenario("type = \"hdd\"\nwrite_cache = false", "5s");
+    // wbt off: until the block layer tells reads apart, wbt would hold
+    // these reads as writes (the kernel's wbt lets reads and O_DIRECT
+    // writes pass)
+    let sc = scenario(
+        "type = \"hdd\"\nwrite_cache = false\nqueue.wbt_lat_usec = 0",
+        "5s",
+    );
     let mk = |depth| {
         let mut j = job("r", Rw::RandRead, 4096);
         j.direct = true;
@@ -135,7 +143,13 @@ fn libaio_keeps_iodepth_in_flight_on_an_hdd() {
     // (The drive serves its slots FIFO: until it reorders reads (NCQ) the
     // IOPS are the same at both depths; then iodepth 16 must win.)
     let (l16, l1) = (mean_lat(&k16, Dir::Read), mean_lat(&k1, Dir::Read));
-    assert!((14.0..17.0).contains(&(l16 / l1)), "latency {l16} vs {l1}");
+    let n = |k: &Kernel| k.fio.clones[0].stats.total_ios[0];
+    assert!(
+        (14.0..17.0).contains(&(l16 / l1)),
+        "latency {l16} vs {l1}; IOs {} vs {}",
+        n(&k16),
+        n(&k1)
+    );
 }
 
 #[test]
@@ -248,6 +262,24 @@ fn rate_caps_bandwidth_and_thinktime_spaces_ios() {
     let k = run(&sc, vec![t]);
     let n = k.fio.clones[0].stats.total_ios[0];
     assert!((950..=1000).contains(&n), "{n} IOs in 10 s");
+    // thinktime_spin: half of each think on the CPU, in user time
+    let mut t = t_spin_job();
+    t.thinktime_spin = 5_000_000;
+    let k = run(&sc, vec![t]);
+    let c = &k.fio.clones[0];
+    let n = c.stats.total_ios[0];
+    assert!((950..=1000).contains(&n), "{n} IOs in 10 s");
+    let utime = k.tasks[c.pid].utime as f64;
+    assert!((utime / 5e9 - 1.0).abs() < 0.05, "user time {utime}");
+}
+
+fn t_spin_job() -> FioJob {
+    let mut t = job("t", Rw::RandRead, 4096);
+    t.direct = true;
+    t.thinktime = 10_000_000;
+    t.size = Some(FioSize::Bytes(1 << 30));
+    t.time_based = true;
+    t
 }
 
 #[test]

@@ -374,6 +374,9 @@ impl Kernel {
             }
             Ev::End => {
                 self.sample();
+                if !self.fio.clones.is_empty() {
+                    self.fio_end_of_run();
+                }
                 self.ended = true;
                 return false;
             }

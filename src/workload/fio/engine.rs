@@ -69,6 +69,9 @@ pub struct FioClone {
     pub inflight: u32,
     /// The most direct IOs in flight at once.
     pub max_inflight: u32,
+    /// The task sleeps until a direct IO completes (io_getevents, or a
+    /// sync engine's wait).
+    waits_io: bool,
     /// Every completed IO, ramp included: count, bytes per direction, and
     /// the sum of completion latencies (issue to done) per direction.
     pub ios_done: u64,
@@ -651,6 +654,7 @@ impl Kernel {
             ios: Vec::new(),
             inflight: 0,
             max_inflight: 0,
+            waits_io: false,
             ios_done: 0,
             bytes_done: [0; 3],
             lat_sum: [0; 3],
@@ -779,6 +783,25 @@ impl Kernel {
         }
     }
 
+    /// The run ends: the clones still running finish their statistics
+    /// now (their IOs in flight are not counted), as fio's do when its
+    /// runtime ends.
+    pub fn fio_end_of_run(&mut self) {
+        let now = self.now();
+        for c in &mut self.fio.clones {
+            if let (Some(start), None) = (c.start, c.end) {
+                let t = &self.tasks[c.pid];
+                let ramp = match &self.sc.jobs[c.job].kind {
+                    crate::scenario::JobKind::Fio(f) => f.ramp_time,
+                    _ => 0,
+                };
+                let from = (start + ramp).min(now);
+                c.stats
+                    .finish(from, now, t.utime, t.stime, t.nvcsw + t.nivcsw);
+            }
+        }
+    }
+
     /// Every clone's statistics: (job index in `sc.jobs`, clone number,
     /// stats), in job and clone order.
     pub fn fio_reports(&self) -> Vec<(usize, u32, JobStats)> {
@@ -832,7 +855,9 @@ impl Kernel {
             };
             Self::fio_record(c, u, io.submit, now);
         }
-        self.wake_up_process(pid);
+        if std::mem::take(&mut c.waits_io) {
+            self.wake_up_process(pid);
+        }
     }
 
     /// Record a completed IO in a clone's statistics.
@@ -909,16 +934,21 @@ impl Kernel {
                     if is_async && self.fio.clones[t.ci].inflight >= t.job.iodepth {
                         // io_getevents: wait for a completion
                         t.stage = Stage::Reaped;
+                        self.fio.clones[t.ci].waits_io = true;
                         return Action::Block;
                     }
                     let io = self.fio_next_io(t, now);
                     t.stage = Stage::RateWait(io);
                 }
                 Stage::RateWait(mut io) => {
+                    if now >= t.end_time {
+                        // the runtime ended while it waited: not issued
+                        continue;
+                    }
                     let due = self.fio_rate_due(t, io.dir);
                     if due > now {
                         t.stage = Stage::RateWait(io);
-                        return Action::SleepUntil(due);
+                        return Action::SleepUntil(due.min(t.end_time));
                     }
                     io.issue = now;
                     self.fio_account_issue(t, &io);
@@ -1016,6 +1046,7 @@ impl Kernel {
                     let io = c.ios[slot].expect("io in flight");
                     let Some(done) = io.done else {
                         t.stage = Stage::DioWait(slot);
+                        c.waits_io = true;
                         return Action::Block;
                     };
                     c.ios[slot] = None;
@@ -1051,6 +1082,7 @@ impl Kernel {
                     // io_getevents returned (or a spurious wakeup)
                     if self.fio.clones[t.ci].inflight >= t.job.iodepth {
                         t.stage = Stage::Reaped;
+                        self.fio.clones[t.ci].waits_io = true;
                         return Action::Block;
                     }
                     t.stage = Stage::Next;
@@ -1077,6 +1109,7 @@ impl Kernel {
                 Stage::Drain => {
                     if self.fio.clones[t.ci].inflight > 0 {
                         t.stage = Stage::Drain;
+                        self.fio.clones[t.ci].waits_io = true;
                         return Action::Block;
                     }
                     t.stage = Stage::Closing(0);
@@ -1118,7 +1151,7 @@ impl Kernel {
                 }
                 Stage::ThinkSleep(until) => {
                     if until > now {
-                        t.stage = Stage::Next;
+                        t.stage = Stage::ThinkSleep(until);
                         return Action::SleepUntil(until);
                     }
                 }
