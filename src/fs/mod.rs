@@ -24,6 +24,7 @@ pub mod ext4_meta;
 pub mod fs_writeback;
 pub mod inode;
 pub mod jbd2;
+pub mod sync;
 pub mod writepages;
 pub mod xfs;
 pub mod xfs_log;
@@ -319,6 +320,32 @@ impl Kernel {
             BioOwner::PageRead => self.filemap_read_end_io(b),
             BioOwner::Dio { pid, tag } => self.dio_bio_end_io(pid as usize, tag, b),
         }
+    }
+
+    /// A laid-out file (fio's layout before a job that reads or
+    /// overwrites, or fallocate): pages `[0, pages)` get blocks
+    /// contiguously from the file's allocation group, and the file's size
+    /// is `pages`, without simulating the IO that wrote them. Pages that
+    /// already have blocks keep them.
+    pub fn fs_layout_file(&mut self, ino: InodeId, pages: u64) {
+        let spp = self.page_size() / 512;
+        let inode = &self.inodes[ino];
+        let (sb, ag) = (inode.sb as usize, inode.ag as usize);
+        let have = inode
+            .extents
+            .as_slice()
+            .iter()
+            .map(|&(p, n, _)| p + n)
+            .max()
+            .unwrap_or(0);
+        if pages > have {
+            let s = &mut self.sbs[sb];
+            let sector = s.ag_cursor[ag];
+            s.ag_cursor[ag] += (pages - have) * spp;
+            self.inodes[ino].extent_add(have, pages - have, sector, spp);
+        }
+        let inode = &mut self.inodes[ino];
+        inode.nr_pages_span = inode.nr_pages_span.max(pages);
     }
 
     /// `new_inode`: the VFS inode alone.

@@ -91,6 +91,8 @@ pub enum Body {
     Flusher(Box<FlusherState>),
     /// The parent that starts a job's tasks one after another.
     Launcher(crate::workload::Launcher),
+    /// An fio job's clone (workload/fio/engine.rs).
+    Fio(Box<crate::workload::fio::engine::FioTask>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -188,6 +190,12 @@ pub struct Kernel {
     pub rec: Recorder,
     /// Per-job fs_mark state (empty entries for other jobs).
     pub fsmark: Vec<crate::workload::fs_mark::FsMarkJob>,
+    /// The fio jobs' clones and their statistics.
+    pub fio: crate::workload::fio::engine::FioRun,
+    /// The page cache's read side (mm/readahead.rs).
+    pub ra: crate::mm::readahead::ReadSide,
+    /// Tasks in fsync waiting for an inode's writeback to end (fs/sync.rs).
+    pub fsync_waiters: Vec<(Pid, InodeId)>,
     pub end: Ns,
     pub ended: bool,
     /// Count events by kind (WBSIM_EVCOUNT=1 in the environment), for
@@ -249,6 +257,9 @@ impl Kernel {
             tracer,
             rec: Recorder::default(),
             fsmark: Vec::new(),
+            fio: Default::default(),
+            ra: Default::default(),
+            fsync_waiters: Vec::new(),
             end: sc.run.duration,
             ended: false,
             timer_slots: Vec::new(),
@@ -276,7 +287,7 @@ impl Kernel {
         // workload's tasks from 1000
         let pid = match body {
             Body::Flusher(_) | Body::Kworker | Body::Driver(_) => 200 + idx as u32,
-            Body::Dd(_) | Body::FsMark(_) | Body::Launcher(_) => 1000 + idx as u32,
+            Body::Dd(_) | Body::FsMark(_) | Body::Launcher(_) | Body::Fio(_) => 1000 + idx as u32,
         };
         let cpu = idx % self.cpus.len();
         self.tasks.push(Task {
@@ -363,6 +374,9 @@ impl Kernel {
             }
             Ev::End => {
                 self.sample();
+                if !self.fio.clones.is_empty() {
+                    self.fio_end_of_run();
+                }
                 self.ended = true;
                 return false;
             }

@@ -1136,6 +1136,10 @@ impl Kernel {
                 let a = self.launcher_step(&mut l);
                 (super::Body::Launcher(l), a)
             }
+            super::Body::Fio(mut f) => {
+                let a = self.fio_step(pid, &mut f);
+                (super::Body::Fio(f), a)
+            }
         };
         self.tasks[pid].body = Some(body);
         action

@@ -94,6 +94,27 @@ impl RangeSet {
         }
         Some((s, e - s))
     }
+    /// Remove `[s, e)`; returns how many pages were in the set.
+    pub fn remove(&mut self, s: u64, e: u64) -> u64 {
+        let mut n = 0;
+        while let Some(a) = self.next_at_or_after(s).filter(|&a| a < e) {
+            match self.take_from(a, e - a) {
+                Some((_, k)) => n += k,
+                None => break,
+            }
+        }
+        n
+    }
+    /// The end of the run of the set that holds `x`, if `x` is in it.
+    pub fn run_end(&self, x: u64) -> Option<u64> {
+        let &(a, b) = self.v.as_slice().get(self.first_ending_after(x))?;
+        (a <= x).then_some(b)
+    }
+    /// The first page of `[s, e)` not in the set.
+    pub fn first_missing(&self, s: u64, e: u64) -> Option<u64> {
+        let x = self.run_end(s).unwrap_or(s);
+        (x < e).then_some(x)
+    }
     /// The first page at or after `idx` in the set.
     pub fn next_at_or_after(&self, idx: u64) -> Option<u64> {
         self.v
@@ -199,6 +220,9 @@ impl Kernel {
         }
         self.wb_domain_writeout_add(wb, npages);
         if self.inodes[ino].nr_writeback == 0 {
+            if !self.fsync_waiters.is_empty() {
+                self.fsync_writeback_done(ino);
+            }
             self.wbs[wb].writeback_inodes -= 1;
             if self.sc.features.bw_dwork {
                 self.queue_bw_dwork(wb);
@@ -210,9 +234,9 @@ impl Kernel {
 impl Kernel {
     /// `filemap_read_end_io` (mpage_read_end_io → folio_end_read): the
     /// pages of a completed read bio are uptodate; readers waiting on them
-    /// wake. (The read side of the page cache fills this in.)
+    /// wake (mm/readahead.rs keeps the read side's state).
     pub fn filemap_read_end_io(&mut self, b: &crate::block::Bio) {
-        let _ = b;
+        self.filemap_read_done(b);
     }
 }
 

@@ -9,5 +9,6 @@ pub mod page_reporting;
 pub mod page_writeback;
 pub mod page_writeback_legacy;
 pub mod page_writeback_v3_2;
+pub mod readahead;
 pub mod vmscan;
 pub mod vmstat;

@@ -43,7 +43,15 @@ impl Kernel {
             }
             let inode = &self.inodes[i];
             let clean = inode.nr_cached - inode.dirty.count() - inode.nr_writeback;
-            let take = clean.min(want);
+            let mut take = clean.min(want);
+            // a file that is read knows its pages by position: reclaim
+            // takes clean ones that are not under read (mm/readahead.rs)
+            if take > 0 && !self.ra.files.is_empty() {
+                if let Some(f) = self.ra.files.get(&i) {
+                    let unlocked = clean.saturating_sub(f.locked.count());
+                    take = self.filemap_reclaim_tracked(i, take.min(unlocked));
+                }
+            }
             if take > 0 {
                 self.inodes[i].nr_cached -= take;
                 self.vm.nr_file_pages -= take;

@@ -16,6 +16,13 @@ pub struct VmStat {
     pub nr_written: u64,
     /// Pages reclaimed from the page cache (pgsteal_kswapd + pgsteal_direct).
     pub pgsteal: u64,
+    /// KiB read from block devices (`pgpgin`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pgpgin: u64,
+}
+
+fn is_zero(x: &u64) -> bool {
+    *x == 0
 }
 
 impl VmStat {
@@ -40,6 +47,11 @@ impl VmStat {
         put("nr_writeback", self.nr_writeback);
         put("nr_dirtied", self.nr_dirtied);
         put("nr_written", self.nr_written);
+        // printed once something was read, so write-only runs' files stay
+        // as they were
+        if self.pgpgin > 0 {
+            put("pgpgin", self.pgpgin);
+        }
         put("nr_dirty_threshold", thresh);
         put("nr_dirty_background_threshold", bg_thresh);
         put("pgsteal_kswapd", 0);

@@ -59,6 +59,9 @@ pub struct CpuCost {
     pub rq_dispatch: Ns,
     /// Per balance_dirty_pages() call (the throttle computation).
     pub bdp_call: Ns,
+    /// fio's own user-space work per IO (io_u setup, offset and size
+    /// choice, completion accounting and its clock reads).
+    pub fio_io: Ns,
     /// A wakeup plus a context switch in.
     pub wakeup: Ns,
     /// Timer wakeups land up to this long after their tick (softirq and
@@ -99,6 +102,7 @@ impl CpuCost {
             writepages_inode: s(self.writepages_inode),
             rq_dispatch: s(self.rq_dispatch),
             bdp_call: s(self.bdp_call),
+            fio_io: s(self.fio_io),
             wakeup: s(self.wakeup),
             wakeup_jitter: self.wakeup_jitter,
             fork: s(self.fork),
@@ -179,6 +183,8 @@ pub struct Queue {
     pub nr_requests: u32,
     /// queue/scheduler.
     pub scheduler: Elevator,
+    /// queue/read_ahead_kb: the bdi's readahead window (`ra_pages`).
+    pub read_ahead_kb: u64,
     /// queue/wbt_lat_usec: wbt's latency target; 0 switches wbt off.
     /// Defaults: 2000 for non-rotational queues (loop, ssd), 75000 for
     /// rotational ones (disk, hdd) under the 6.x policy; 0 for bio-based
@@ -541,6 +547,7 @@ pub(crate) const DEVICE_KEYS: &[&str] = &[
     "queue.iosched.read_expire",
     "queue.iosched.write_expire",
     "queue.iosched.writes_starved",
+    "queue.read_ahead_kb",
     "bdi.min_ratio",
     "bdi.max_ratio",
     "bdi.strict_limit",
@@ -807,6 +814,7 @@ fn read_machine(r: &mut Reader) -> Result<Machine, ScenarioError> {
         writepages_inode: r.cost("machine.cost.writepages_inode", 5 * NSEC_PER_USEC)?,
         rq_dispatch: r.cost("machine.cost.rq_dispatch", 5 * NSEC_PER_USEC)?,
         bdp_call: r.cost("machine.cost.bdp_call", NSEC_PER_USEC)?,
+        fio_io: r.cost("machine.cost.fio_io", 500)?,
         wakeup: r.cost("machine.cost.wakeup", 3 * NSEC_PER_USEC)?,
         wakeup_jitter: r.cost("machine.cost.wakeup_jitter", 30 * NSEC_PER_USEC)?,
         sched_slice: r.cost("machine.cost.sched_slice", 3 * NSEC_PER_MSEC)?,
@@ -1023,6 +1031,11 @@ fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
             None => u64::MAX,
         };
         let iosched = parse_iosched(r, &p, scheduler)?;
+        // VM_READAHEAD_PAGES: 128 KiB
+        let read_ahead_kb = r
+            .uint(&p("queue.read_ahead_kb"), 0, 1 << 20)?
+            .map(|x| x.0)
+            .unwrap_or(128);
         let min_ratio = r
             .uint(&p("bdi.min_ratio"), 0, 100)?
             .map(|x| x.0)
@@ -1080,6 +1093,7 @@ fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
                 scheduler,
                 wbt_lat_usec,
                 iosched,
+                read_ahead_kb,
             },
         });
     }

@@ -61,7 +61,7 @@ impl Kernel {
                         }
                     }
                 }
-                // the fio engine's tasks (workload/fio/engine.rs)
+                // the fio engine's tasks: fio_init below
                 JobKind::Fio(_) => {}
                 &JobKind::Dd { bs, size } => {
                     let sb = job.filesystem;
@@ -99,6 +99,15 @@ impl Kernel {
                     }
                 }
             }
+        }
+        // fio's clones, after the other jobs' tasks (workload/fio/engine.rs)
+        if self
+            .sc
+            .jobs
+            .iter()
+            .any(|j| matches!(j.kind, JobKind::Fio(_)))
+        {
+            self.fio_init();
         }
     }
 }

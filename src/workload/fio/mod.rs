@@ -9,6 +9,7 @@
 //! - `output.rs`: fio's JSON, its human-readable summary and its log files;
 //! - `engine.rs`: the job's tasks on the simulated machine.
 
+pub mod engine;
 pub mod job;
 pub mod options;
 pub mod output;
