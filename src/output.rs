@@ -23,16 +23,62 @@ pub struct RunResult {
     pub events: u64,
 }
 
+/// How to run a simulation beyond its scenario.
+#[derive(Clone, Debug, Default)]
+pub struct SimOpts {
+    /// Turn the trace buffer on.
+    pub trace: bool,
+    /// Where fio's log files go (written as the run goes); None: not
+    /// written.
+    pub fio_log_dir: Option<std::path::PathBuf>,
+    /// End the run once every fio job is done (`wbsim fio`).
+    pub end_when_fio_done: bool,
+}
+
 /// Simulate `sc` to the end. `trace` turns the trace buffer on.
-pub fn simulate(sc: &Scenario, trace_on: bool, mut progress: impl FnMut(f64, f64)) -> RunResult {
+pub fn simulate(sc: &Scenario, trace_on: bool, progress: impl FnMut(f64, f64)) -> RunResult {
+    let opts = SimOpts {
+        trace: trace_on,
+        ..Default::default()
+    };
+    match simulate_with(sc, &opts, progress) {
+        Ok(r) => r,
+        Err(e) => unreachable!("no file is written without a log directory: {e}"),
+    }
+}
+
+/// Simulate `sc` to the end with `opts`; an error writing fio's logs.
+pub fn simulate_with(
+    sc: &Scenario,
+    opts: &SimOpts,
+    mut progress: impl FnMut(f64, f64),
+) -> Result<RunResult, String> {
     let t0 = Instant::now();
-    let tracer = if trace_on {
+    let tracer = if opts.trace {
         Tracer::new(&sc.trace.events)
     } else {
         Tracer::disabled()
     };
     let mut k = Kernel::new(sc.clone(), tracer);
+    k.fio_log_dir = opts.fio_log_dir.clone();
+    k.fio_end_when_done = opts.end_when_fio_done;
     k.run(|now, end| progress(now as f64 / 1e9, end as f64 / 1e9));
+    if let Some(e) = k.fio_log_error.take() {
+        return Err(format!("writing fio's logs: {e}"));
+    }
+    let mut extra_files = Vec::new();
+    if !k.fio.clones.is_empty() {
+        let disks = k.fio_disk_util();
+        let f = crate::workload::fio::report::fio_files(
+            &k.sc,
+            k.fio_reports(),
+            &disks,
+            opts.fio_log_dir.as_deref(),
+        )
+        .map_err(|e| format!("writing fio's logs: {e}"))?;
+        extra_files.push(("fio.json".to_string(), f.json.into_bytes()));
+        extra_files.push(("fio.txt".to_string(), f.normal.into_bytes()));
+    }
     if !k.evcount.is_empty() {
         eprintln!("events by kind: {:?}", k.evcount);
     }
@@ -45,16 +91,17 @@ pub fn simulate(sc: &Scenario, trace_on: bool, mut progress: impl FnMut(f64, f64
     let vmstat = k.vm.render(thresh, bg);
     let fs_mark = k.fs_mark_output();
     let wall_s = t0.elapsed().as_secs_f64();
-    RunResult {
+    Ok(RunResult {
         summary,
         fs_mark,
         trace_text,
         vmstat,
-        extra_files: Vec::new(),
+        extra_files,
         wall_s,
-        sim_s: sc.run.duration as f64 / 1e9,
+        // the run may have ended early (`wbsim fio`)
+        sim_s: k.sc.run.duration as f64 / 1e9,
         events: k.events_simulated(),
-    }
+    })
 }
 
 pub fn write_outputs(dir: &Path, r: &RunResult) -> std::io::Result<()> {

@@ -212,11 +212,80 @@ pub fn main(args: &[String]) -> i32 {
     run(&a, &sc)
 }
 
-/// Simulate (or, with `--live`, run on this kernel) and write fio's output.
+/// Simulate (or, with `--live`, run on this kernel) and print fio's
+/// output; with `--out DIR`, write the run's outputs there too.
 fn run(a: &FioArgs, sc: &Scenario) -> i32 {
-    let _ = (a, sc);
-    eprintln!("wbsim fio: the engine is not wired in yet");
-    1
+    // fio writes its logs in the current directory; wbsim in --out's
+    let log_dir = a.out.clone().unwrap_or_else(|| PathBuf::from("."));
+    if let Err(e) = std::fs::create_dir_all(&log_dir) {
+        eprintln!(
+            "wbsim fio: error: cannot write to {}: {e}",
+            log_dir.display()
+        );
+        return 2;
+    }
+    let r = if a.live {
+        match crate::cli::live_once(sc, true) {
+            Ok(r) => r,
+            Err(code) => return code,
+        }
+    } else {
+        let opts = crate::output::SimOpts {
+            trace: a.out.is_some(),
+            fio_log_dir: Some(log_dir.clone()),
+            end_when_fio_done: !a.sets.iter().any(|s| s.starts_with("run.duration=")),
+        };
+        match crate::cli::simulate_with_progress(sc, &opts, true) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("wbsim fio: error: {e}");
+                return 1;
+            }
+        }
+    };
+    let file = |n: &str| {
+        r.extra_files
+            .iter()
+            .find(|(f, _)| f == n)
+            .map(|(_, b)| b.clone())
+            .unwrap_or_default()
+    };
+    // a live run keeps fio's own JSON only
+    let text = if a.json || a.live {
+        file("fio.json")
+    } else {
+        file("fio.txt")
+    };
+    if a.live && !a.json {
+        eprintln!("wbsim fio: --live prints fio's JSON (its normal output is not kept)");
+    }
+    match &a.output {
+        Some(p) => {
+            if let Err(e) = std::fs::write(p, &text) {
+                eprintln!("wbsim fio: error: cannot write {}: {e}", p.display());
+                return 2;
+            }
+        }
+        None => {
+            use std::io::Write;
+            let _ = std::io::stdout().write_all(&text);
+        }
+    }
+    if let Some(out) = &a.out {
+        if let Err(e) = crate::output::write_outputs(out, &r) {
+            eprintln!("wbsim fio: error: cannot write to {}: {e}", out.display());
+            return 2;
+        }
+    } else if a.live {
+        // the logs a live fio wrote
+        for (n, b) in r.extra_files.iter().filter(|(n, _)| n.ends_with(".log")) {
+            if let Err(e) = std::fs::write(log_dir.join(n), b) {
+                eprintln!("wbsim fio: error: cannot write {n}: {e}");
+                return 2;
+            }
+        }
+    }
+    0
 }
 
 #[cfg(test)]

@@ -331,23 +331,30 @@ pub fn main() -> i32 {
                 Ok(sc) => sc,
                 Err(e) => return bad_input(&e),
             };
-            let t0 = Instant::now();
-            let tty = std::io::stderr().is_terminal();
-            let mut last = 0.0f64;
-            let r = simulate(&sc, true, |now, end| {
-                let el = t0.elapsed().as_secs_f64();
-                if !quiet && el > 1.0 && el - last >= 1.0 {
-                    last = el;
-                    if tty {
-                        eprint!("\r[wbsim] simulated {now:.1} s of {end:.0} s");
-                    } else {
-                        eprintln!("[wbsim] simulated {now:.1} s of {end:.0} s");
-                    }
+            // fio's logs are written into the output directory as the
+            // run goes, so it is made first
+            let has_fio = sc
+                .jobs
+                .iter()
+                .any(|j| matches!(j.kind, crate::scenario::JobKind::Fio(_)));
+            if has_fio {
+                if let Err(e) = std::fs::create_dir_all(&out) {
+                    eprintln!("wbsim: error: cannot write to {}: {e}", out.display());
+                    return 2;
                 }
-            });
-            if !quiet && last > 0.0 && tty {
-                eprintln!();
             }
+            let opts = crate::output::SimOpts {
+                trace: true,
+                fio_log_dir: has_fio.then(|| out.clone()),
+                end_when_fio_done: false,
+            };
+            let r = match simulate_with_progress(&sc, &opts, quiet) {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("wbsim: error: {e}");
+                    return 1;
+                }
+            };
             if let Err(e) = write_outputs(&out, &r) {
                 eprintln!("wbsim: error: cannot write to {}: {e}", out.display());
                 return 2;
@@ -372,6 +379,32 @@ pub fn main() -> i32 {
             0
         }
     }
+}
+
+/// Simulate with a progress line on stderr (after the first second).
+pub(crate) fn simulate_with_progress(
+    sc: &Scenario,
+    opts: &crate::output::SimOpts,
+    quiet: bool,
+) -> Result<crate::output::RunResult, String> {
+    let t0 = Instant::now();
+    let tty = std::io::stderr().is_terminal();
+    let mut last = 0.0f64;
+    let r = crate::output::simulate_with(sc, opts, |now, end| {
+        let el = t0.elapsed().as_secs_f64();
+        if !quiet && el > 1.0 && el - last >= 1.0 {
+            last = el;
+            if tty {
+                eprint!("\r[wbsim] simulated {now:.1} s of {end:.0} s");
+            } else {
+                eprintln!("[wbsim] simulated {now:.1} s of {end:.0} s");
+            }
+        }
+    });
+    if !quiet && last > 0.0 && tty {
+        eprintln!();
+    }
+    r
 }
 
 fn print_human(r: &crate::output::RunResult, out: &std::path::Path) {
@@ -418,10 +451,12 @@ fn print_human(r: &crate::output::RunResult, out: &std::path::Path) {
             f("dirtied_pause")
         );
     }
-    println!(
-        "output in {}/ (trace.txt, summary.json, vmstat, wall.json)",
-        out.display()
-    );
+    let mut files = vec!["trace.txt", "summary.json", "vmstat", "wall.json"];
+    files.extend(r.extra_files.iter().map(|(n, _)| n.as_str()));
+    if r.extra_files.iter().any(|(n, _)| n == "fio.txt") {
+        println!("  fio's own output: fio.txt (as fio prints it) and fio.json");
+    }
+    println!("output in {}/ ({})", out.display(), files.join(", "));
 }
 
 /// `wbsim bench`: simulated seconds per wall second, tracing off and on.

@@ -192,6 +192,14 @@ pub struct Kernel {
     pub fsmark: Vec<crate::workload::fs_mark::FsMarkJob>,
     /// The fio jobs' clones and their statistics.
     pub fio: crate::workload::fio::engine::FioRun,
+    /// `wbsim fio`: end the run once every fio clone has exited (its jobs
+    /// are bounded by size, not only by time).
+    pub fio_end_when_done: bool,
+    /// Where fio's log files go while the run goes on (`write_lat_log`
+    /// and the like); None: kept in memory to the end.
+    pub fio_log_dir: Option<std::path::PathBuf>,
+    /// The first error writing a log file during the run.
+    pub fio_log_error: Option<String>,
     /// The page cache's read side (mm/readahead.rs).
     pub ra: crate::mm::readahead::ReadSide,
     /// Tasks in fsync waiting for an inode's writeback to end (fs/sync.rs).
@@ -258,6 +266,9 @@ impl Kernel {
             rec: Recorder::default(),
             fsmark: Vec::new(),
             fio: Default::default(),
+            fio_end_when_done: false,
+            fio_log_dir: None,
+            fio_log_error: None,
             ra: Default::default(),
             fsync_waiters: Vec::new(),
             end: sc.run.duration,
@@ -367,6 +378,9 @@ impl Kernel {
             }
             Ev::Sample => {
                 self.sample();
+                if self.fio_log_dir.is_some() {
+                    self.fio_flush_logs();
+                }
                 let next = self.now() + self.sc.run.sample_interval;
                 if next < self.end {
                     self.q.schedule(next, Ev::Sample);

@@ -10,9 +10,9 @@
 //!   then with `invalidate=1` drops their cache). The layout is modelled by
 //!   its result, not simulated: the file is allocated on disk
 //!   (`fs_layout_file`) and not cached (cached and clean with
-//!   `invalidate=0`). A direct write-only job's files get their blocks the
-//!   same way (fio's `fallocate=native`); a buffered write-only job writes
-//!   fresh files through delayed allocation, as dd does.
+//!   `invalidate=0`). A write-only job's files get their blocks the same
+//!   way: fio fallocate()s them (`fallocate=native`, the default);
+//!   `fallocate=none` leaves them to delayed allocation, as dd's.
 //! - Sync engines (sync, psync, pvsync): one IO per call. Buffered writes
 //!   copy into the page cache and dirty it as dd does (throttle checks per
 //!   folio, `balance_dirty_pages_ratelimited`); buffered reads go through
@@ -571,7 +571,20 @@ impl Kernel {
                 .collect(),
         };
         let mut files = Vec::new();
-        let needs_blocks = f.rw.reads() || f.direct;
+        // fio's extend_file lays out a new file before the job: it writes
+        // it for a job that reads, and otherwise fallocate()s it
+        // (`fallocate=native`, the default): on ext4 one unwritten extent
+        // over the whole size, checked with filefrag on 6.18 after
+        // `fio --create_only=1 --rw=randwrite --size=64m`. Only
+        // `fallocate=none` leaves a write-only job's file to delayed
+        // allocation.
+        let fallocate_none = f
+            .options
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "fallocate")
+            .is_some_and(|(_, v)| v == "none" || v == "0");
+        let needs_blocks = f.rw.reads() || f.direct || !fallocate_none;
         for name in &names {
             let file = match self.fio.files.get(name) {
                 Some(ff) => *ff,
@@ -1194,6 +1207,10 @@ impl Kernel {
             r.exited += 1;
         }
         self.fio_start_ready_jobs(false);
+        // `wbsim fio`: the run is over with the last clone
+        if self.fio_end_when_done && self.fio.clones.iter().all(|c| c.end.is_some()) {
+            self.end_run_now();
+        }
     }
 
     /// Whether the clone is done: its runtime is over, or (without

@@ -5,6 +5,7 @@
 use super::output::{self, DiskUtil, JobReport, RunMeta};
 use super::stats::JobStats;
 use super::FioJob;
+use crate::kernel::Kernel;
 use crate::scenario::{JobKind, Scenario};
 use std::path::Path;
 
@@ -94,6 +95,68 @@ pub fn fio_files(
         normal: output::normal(&meta, &grouped, disks),
         logs,
     })
+}
+
+impl Kernel {
+    /// Write the fio log lines buffered so far to `fio_log_dir` (called
+    /// at every sample, so a per-IO log of a long run stays on disk, not
+    /// in memory). The N of a file is the clone's place in fio's thread
+    /// order, from 1.
+    pub fn fio_flush_logs(&mut self) {
+        let Some(dir) = self.fio_log_dir.clone() else {
+            return;
+        };
+        let mut order: Vec<usize> = (0..self.fio.clones.len()).collect();
+        order.sort_by_key(|&i| (self.fio.clones[i].job, self.fio.clones[i].clone));
+        for (n, &ci) in order.iter().enumerate() {
+            if self.fio.clones[ci].stats.log_pending() < super::stats::LOG_FLUSH_BYTES {
+                continue;
+            }
+            let JobKind::Fio(job) = &self.sc.jobs[self.fio.clones[ci].job].kind else {
+                continue;
+            };
+            let r = output::flush_logs(&dir, n + 1, job, &mut self.fio.clones[ci].stats);
+            if let (Err(e), None) = (r, &self.fio_log_error) {
+                self.fio_log_error = Some(e.to_string());
+            }
+        }
+    }
+
+    /// The disks' utilisation, as fio's `disk_util` reports it: every
+    /// device that did IO, its /sys/block/DEV/stat counters, `in_queue`
+    /// as the sum of the read and write ticks (what 6.x's diskstats
+    /// prints as time_in_queue), and the busy share of the run.
+    pub fn fio_disk_util(&self) -> Vec<DiskUtil> {
+        let elapsed = self.now().max(1);
+        let ms = |ns: u64| ns / 1_000_000;
+        self.devs
+            .iter()
+            .filter(|d| d.stat.read_ios + d.stat.write_ios > 0)
+            .map(|d| {
+                let s = &d.stat;
+                DiskUtil {
+                    name: d.name.clone(),
+                    read_ios: s.read_ios,
+                    write_ios: s.write_ios,
+                    read_merges: s.read_merges,
+                    write_merges: s.write_merges,
+                    read_ticks: ms(s.read_ticks_ns),
+                    write_ticks: ms(s.write_ticks_ns),
+                    in_queue: ms(s.read_ticks_ns + s.write_ticks_ns),
+                    util: (s.io_ticks_ns as f64 * 100.0 / elapsed as f64).min(100.0),
+                }
+            })
+            .collect()
+    }
+
+    /// Stop the run at the current time, as if `run.duration` had said so.
+    pub fn end_run_now(&mut self) {
+        let now = self.now();
+        self.end = now;
+        self.sc.run.duration = now;
+        self.sc.run.warmup = self.sc.run.warmup.min(now);
+        self.q.schedule(now, crate::kernel::Ev::End);
+    }
 }
 
 #[cfg(test)]
