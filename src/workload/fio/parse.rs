@@ -248,6 +248,16 @@ fn read_sections(
                     path = d.join(file);
                 }
             }
+            // A regular file only: `include /dev/zero` would never end.
+            if !std::fs::metadata(&path).is_ok_and(|md| md.is_file()) {
+                return Err(err(
+                    &origin,
+                    format!(
+                        "unable to open '{}' job file: not a regular file",
+                        path.display()
+                    ),
+                ));
+            }
             let inc = std::fs::read_to_string(&path).map_err(|e| {
                 err(
                     &origin,
@@ -2048,6 +2058,8 @@ mod tests {
         let e =
             parse_job_text("[a]\ninclude sect.fio\n", "t.fio", Some(&d), &no_env, &M).unwrap_err();
         assert!(e.msg.contains("No new sections"), "{e}");
+        let e = parse_job_text("[a]\ninclude /dev/zero\n", "t.fio", None, &no_env, &M).unwrap_err();
+        assert!(e.msg.contains("not a regular file"), "{e}");
         let e =
             parse_job_text("[a]\ninclude none.fio\n", "t.fio", Some(&d), &no_env, &M).unwrap_err();
         assert_eq!(e.origin, "t.fio:2");
