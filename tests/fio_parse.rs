@@ -243,7 +243,9 @@ fn fio_examples_corpus() {
     for f in &files {
         let name = f.file_name().unwrap().to_string_lossy().to_string();
         let fa = fio.then(|| fio_accepts(f));
-        let ours = parse(f);
+        // Named by the file name alone in the reasons.
+        let text = String::from_utf8_lossy(&std::fs::read(f).unwrap()).to_string();
+        let ours = parse_job_text(&text, &name, f.parent(), &no_env, &M);
         let simulated = match &ours {
             Ok(jobs) if jobs.is_empty() => "no jobs".to_string(),
             Ok(jobs) => match jobs.iter().find_map(unsupported_reason) {
@@ -410,4 +412,97 @@ proptest! {
             (b[0].rw, b[0].iodepth, b[0].direct, b[0].runtime, b[0].time_based));
         prop_assert_eq!(a[0].size, b[0].size);
     }
+}
+
+/// Numbers as fio reads them: the first value fio's parse debug output
+/// shows (`fio --debug=parse`, "out=N") against the typed field, for tricky
+/// spellings (suffixes, kb_base, hex, decimals, separators, blanks).
+#[test]
+fn numbers_match_fio_debug_output() {
+    if !fio_installed() {
+        eprintln!("fio is not installed: skipping the value comparison");
+        return;
+    }
+    type Get = fn(&FioJob) -> u64;
+    let cases: &[(&str, Get)] = &[
+        ("size=4KiB", |j| size_of(j)),
+        ("size=4kb", |j| size_of(j)),
+        ("size=1.5k", |j| size_of(j)),
+        ("size=10b", |j| size_of(j)),
+        ("size=0x10", |j| size_of(j)),
+        ("size=3x", |j| size_of(j)),
+        ("size=2G", |j| size_of(j)),
+        ("size=1Tib", |j| size_of(j)),
+        ("size=1m-2m", |j| size_of(j)),
+        ("size=+5k", |j| size_of(j)),
+        ("bs=8k,16k", |j| j.bs[0].min),
+        ("bs=8KiB", |j| j.bs[0].min),
+        ("bs= 8k", |j| j.bs[0].min),
+        ("bs=4k:8k", |j| j.bs[0].min),
+        ("rate=1m", |j| j.rate[0]),
+        ("rate=2M,1k", |j| j.rate[0]),
+        ("rate_iops=100", |j| j.rate_iops[0]),
+        ("runtime=10", |j| j.runtime.unwrap_or(0) / 1000),
+        ("runtime=10x", |j| j.runtime.unwrap_or(0) / 1000),
+        ("runtime=2m", |j| j.runtime.unwrap_or(0) / 1000),
+        ("runtime=1h", |j| j.runtime.unwrap_or(0) / 1000),
+        ("runtime=1m:30s", |j| j.runtime.unwrap_or(0) / 1000),
+        ("runtime=500ms", |j| j.runtime.unwrap_or(0) / 1000),
+        ("runtime=10sec", |j| j.runtime.unwrap_or(0) / 1000),
+        ("ramp_time=3s", |j| j.ramp_time / 1000),
+        ("thinktime=5", |j| j.thinktime / 1000),
+        ("thinktime=5ms", |j| j.thinktime / 1000),
+        ("thinktime=1s", |j| j.thinktime / 1000),
+        ("thinktime=2usec", |j| j.thinktime / 1000),
+        ("startdelay=2", |j| j.startdelay / 1000),
+        ("iodepth=0x20", |j| j.iodepth as u64),
+        ("numjobs=4k", |j| j.numjobs as u64),
+        ("offset=1g", |j| j.offset),
+        ("io_size=3m", |j| j.io_size.unwrap_or(0)),
+        ("log_avg_msec=250", |j| j.log_avg_msec as u64),
+    ];
+    fn size_of(j: &FioJob) -> u64 {
+        match j.size {
+            Some(wbsim::workload::fio::job::FioSize::Bytes(b)) => b,
+            _ => u64::MAX,
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("wbsim-fio-values-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut bad = Vec::new();
+    for (i, (line, get)) in cases.iter().enumerate() {
+        for kb in ["", "kb_base=1000\n"] {
+            let text = format!("[a]\n{kb}{line}\n");
+            let f = dir.join(format!("v{i}.fio"));
+            std::fs::write(&f, &text).unwrap();
+            let out = Command::new("fio")
+                .args(["--debug=parse", "--parse-only"])
+                .arg(&f)
+                .output()
+                .unwrap();
+            let log = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let opt = line.split('=').next().unwrap();
+            // The first "out=" after the option's own handle_option line.
+            let fio_v = log
+                .split_once(&format!("handle_option={opt},"))
+                .and_then(|(_, s)| s.split("out=").nth(1))
+                .and_then(|s| s.split_whitespace().next())
+                .and_then(|s| s.parse::<u64>().ok());
+            let ours = parse_job_text(&text, "v.fio", None, &no_env, &M)
+                .ok()
+                .map(|j| get(&j[0]));
+            if fio_v != ours {
+                bad.push(format!(
+                    "{}: fio {fio_v:?}, wbsim {ours:?}",
+                    text.replace('\n', " ")
+                ));
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
 }
