@@ -1737,6 +1737,13 @@ fn apply(
                 1024
             }
         }
+        // The engine reads it from `options`: every value but `none`
+        // (and `0`) gives the file its blocks before the job.
+        "fallocate" => {}
+        // Which generator draws the offsets: the engine's keyed
+        // permutation visits each block once per pass, as fio's random
+        // map (tausworthe) or its LFSR does; neither's sequence is fio's.
+        "random_generator" => {}
         _ if NO_EFFECT.iter().any(|(n, _)| *n == name) => {}
         // Read by `profile=` only, itself not simulated.
         _ if options::is_profile_only(name) => {}
