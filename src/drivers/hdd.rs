@@ -273,7 +273,8 @@ impl HddState {
     }
 
     /// Completion time of a cache flush (`REQ_PREFLUSH`) issued at `now`:
-    /// when every write submitted so far is on the media. Without a write
+    /// when every write submitted so far is on the media (and, the media
+    /// being FIFO, the reads queued among them are done). Without a write
     /// cache completed writes are already durable, so it is `now`.
     pub fn flush(&self, now: Ns) -> Ns {
         if self.model.write_cache {
