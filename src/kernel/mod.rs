@@ -557,10 +557,10 @@ impl Kernel {
                 ));
             }
             let waiting = (d.tag_waiters.len() + d.wbt.waiters.len()) as u64;
-            if d.stat.requests_issued != d.stat.write_ios + d.stat.in_flight + waiting {
+            if d.stat.requests_issued != d.stat.ios() + d.stat.in_flight + waiting {
                 return Err(format!(
                     "dev {}: requests issued {} != completed {} + in flight {} + waiting for a wbt token or tag {waiting}",
-                    d.name, d.stat.requests_issued, d.stat.write_ios, d.stat.in_flight
+                    d.name, d.stat.requests_issued, d.stat.ios(), d.stat.in_flight
                 ));
             }
             let tracked = self
