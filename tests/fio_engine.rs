@@ -415,3 +415,24 @@ fn raw_device_direct_and_buffered() {
         k.ra.pages_read
     );
 }
+
+/// `cargo test --release --test fio_engine -- --ignored --nocapture`: the
+/// wall time of a minute of buffered 4k random reads over 4 GiB (the read
+/// side's range sets fragment).
+#[test]
+#[ignore]
+fn bench_buffered_random_reads() {
+    let sc = scenario("type = \"ssd\"", "60s");
+    let mut j = job("rr", Rw::RandRead, 4096);
+    j.size = Some(FioSize::Bytes(4 << 30));
+    j.time_based = true;
+    j.numjobs = 4;
+    let t0 = std::time::Instant::now();
+    let k = run(&sc, vec![j]);
+    let ios: u64 = k.fio.clones.iter().map(|c| c.stats.total_ios[0]).sum();
+    let frags: usize = k.ra.files.values().map(|f| f.present.len()).sum();
+    println!(
+        "60 s of 4k random buffered reads: {ios} IOs, {frags} cached extents, {:.3} s wall",
+        t0.elapsed().as_secs_f64()
+    );
+}
