@@ -633,6 +633,26 @@ impl Kernel {
         wait
     }
 
+    /// POSIX_FADV_DONTNEED (`invalidate_mapping_pages`): drop a tracked
+    /// file's clean pages that are not under read. (The kernel first starts
+    /// writeback of the dirty ones, WB_SYNC_NONE; not modelled: they stay.)
+    pub fn filemap_fadvise_dontneed(&mut self, ino: InodeId) {
+        let Some(f) = self.ra.files.get_mut(&ino) else {
+            return;
+        };
+        let inode = &self.inodes[ino];
+        let clean = (inode.nr_cached - inode.dirty.count() - inode.nr_writeback)
+            .saturating_sub(f.locked.count());
+        f.reclaim_cursor = 0;
+        f.marks.clear();
+        let n = self.filemap_reclaim_tracked(ino, clean);
+        self.inodes[ino].nr_cached -= n;
+        self.vm.nr_file_pages -= n;
+        self.vm.nr_inactive_file -= n;
+        self.vm.nr_free_pages += n;
+        self.page_freed_host(n);
+    }
+
     /// Clean-page reclaim in a tracked file: drop up to `want` pages that
     /// are cached, not locked and not dirty, from where the last call
     /// stopped (pages under writeback are not known by position: the count

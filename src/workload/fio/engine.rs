@@ -920,6 +920,9 @@ impl Kernel {
                     let c = &mut self.fio.clones[t.ci];
                     c.stats = JobStats::new(ramp_end, logs);
                     c.start = Some(now);
+                    // the files are opened (a cache an earlier job left
+                    // is dropped)
+                    self.fio_invalidate(t);
                 }
                 Stage::Next => {
                     if self.fio_finished(t, now) {
@@ -1202,7 +1205,7 @@ impl Kernel {
 
     /// Whether the clone is done: its runtime is over, or (without
     /// `time_based`) its bytes of every loop are issued.
-    fn fio_finished(&self, t: &mut FioTask, now: Ns) -> bool {
+    fn fio_finished(&mut self, t: &mut FioTask, now: Ns) -> bool {
         if now >= t.end_time {
             return true;
         }
@@ -1226,13 +1229,28 @@ impl Kernel {
 
     /// A new loop over the files: sequential positions back to the start,
     /// a new random-map pass.
-    fn fio_new_loop(&self, t: &mut FioTask) {
+    fn fio_new_loop(&mut self, t: &mut FioTask) {
+        self.fio_invalidate(t);
         t.loop_done = 0;
         for p in &mut t.pos {
             p.seq = 0;
             p.pass += 1;
             p.drawn = 0;
             p.run_left = 0;
+        }
+    }
+
+    /// `invalidate=1` (buffered): fio drops each file's cache when it
+    /// opens it and at each new loop (`file_invalidate_cache`:
+    /// POSIX_FADV_DONTNEED), so every pass reads from the device.
+    fn fio_invalidate(&mut self, t: &FioTask) {
+        if !t.job.invalidate || t.job.direct {
+            return;
+        }
+        for f in &t.files {
+            if let Some(ino) = f.ino {
+                self.filemap_fadvise_dontneed(ino);
+            }
         }
     }
 
