@@ -295,6 +295,29 @@ fn t_spin_job() -> FioJob {
 }
 
 #[test]
+fn poisson_rate_ramp_time_and_rate_iops() {
+    let sc = scenario("type = \"ssd\"", "20s");
+    let mut j = job("p", Rw::RandWrite, 4096);
+    j.direct = true;
+    j.rate_iops = [500; 3];
+    j.rate_process = wbsim::workload::fio::job::RateProcess::Poisson;
+    j.size = Some(FioSize::Bytes(1 << 30));
+    j.time_based = true;
+    j.ramp_time = 2_000_000_000;
+    j.runtime = Some(15_000_000_000);
+    let k = run(&sc, vec![j]);
+    let c = &k.fio.clones[0];
+    // 17 s at 500 IOPS on average (exponential gaps)
+    let rate = c.ios_done as f64 / 17.0;
+    assert!((rate / 500.0 - 1.0).abs() < 0.03, "{rate} IOPS");
+    // the statistics' runtime leaves the ramp out, and the job ended at
+    // ramp + runtime
+    let end = c.end.expect("ended");
+    assert!((17_000_000_000..17_010_000_000).contains(&end), "{end}");
+    assert_eq!(c.stats.runtime, end - 2_000_000_000);
+}
+
+#[test]
 fn same_seed_same_run_other_randseed_other_offsets() {
     let sc = scenario("type = \"disk\"", "2s");
     let mk = |seed: Option<u64>| {

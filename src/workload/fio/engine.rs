@@ -483,9 +483,18 @@ impl Kernel {
         self.fio_start_ready_jobs(true);
     }
 
-    /// What the engine cannot run: unmodelled options, trims, a buffered
-    /// raw device without a filesystem, a regular file without a size.
+    /// What the engine cannot run (`check_job`).
     pub fn fio_check(&self, f: &FioJob) -> Result<(), String> {
+        check_job(&self.sc, f)
+    }
+}
+
+/// What the engine cannot run: unmodelled options, trims, bad block
+/// sizes, a device the scenario lacks, buffered IO to a raw device without
+/// a filesystem on it, a regular file without a size or a filesystem.
+/// The scenario's loader can call it to refuse a job before the run.
+pub fn check_job(sc: &crate::scenario::Scenario, f: &FioJob) -> Result<(), String> {
+    {
         if let Some((name, at)) = f.unsupported.first() {
             return Err(job_error(
                 f,
@@ -512,13 +521,13 @@ impl Kernel {
         if let Some(name) = f.filename.as_deref() {
             for n in name.split(':') {
                 if let Some(dev) = n.strip_prefix("/dev/") {
-                    let Some(d) = self.sc.devices.iter().position(|x| x.name == dev) else {
+                    let Some(d) = sc.devices.iter().position(|x| x.name == dev) else {
                         return Err(job_error(
                             f,
                             format!("filename `{n}`: the scenario has no device `{dev}`"),
                         ));
                     };
-                    if !f.direct && !self.sbs.iter().any(|s| s.dev == d) {
+                    if !f.direct && !sc.filesystems.iter().any(|s| s.device == d) {
                         return Err(job_error(
                             f,
                             format!("buffered IO to `{n}` needs a filesystem on it (its block device inode's bdi); use direct=1"),
@@ -534,7 +543,7 @@ impl Kernel {
         if !raw && f.size.is_none() && f.filesize.is_none() {
             return Err(job_error(f, "a regular file needs size= or filesize="));
         }
-        if self.sbs.is_empty() && !raw {
+        if sc.filesystems.is_empty() && !raw {
             return Err(job_error(
                 f,
                 "regular files need a filesystem in the scenario",
@@ -542,7 +551,9 @@ impl Kernel {
         }
         Ok(())
     }
+}
 
+impl Kernel {
     /// Create clone `c` of job `ji`: its files and its task (not started).
     fn fio_clone_new(&mut self, ji: usize, sb: usize, f: &FioJob, c: u32) -> Result<usize, String> {
         let ci = self.fio.clones.len();
