@@ -687,6 +687,7 @@ impl Kernel {
                 .fold(e, u64::min)
                 .min(a + left);
             f.present.remove(a, stop);
+            f.marks.retain(|m| !(a..stop).contains(m));
             left -= stop - a;
             p = stop;
             if wrapped && p >= f.reclaim_cursor {
