@@ -485,3 +485,21 @@ fn bench_buffered_random_reads() {
         t0.elapsed().as_secs_f64()
     );
 }
+
+#[test]
+fn offset_reads_the_region_after_it() {
+    let sc = scenario("type = \"ssd\"", "10s");
+    let mut j = job("o", Rw::Read, 1 << 20);
+    j.offset = 64 * MIB;
+    j.size = Some(FioSize::Bytes(64 * MIB));
+    let k = run(&sc, vec![j]);
+    let c = &k.fio.clones[0];
+    assert_eq!(c.bytes_done[0], 64 * MIB);
+    // the file covers offset + size; only the region after the offset is
+    // read (its last window's readahead stops at the end of the file)
+    let (&ino, f) = k.ra.files.iter().next().expect("the file");
+    assert_eq!(k.inodes[ino].nr_pages_span, 128 * MIB / 4096);
+    assert_eq!(f.present.first_missing(0, 128 * MIB / 4096), Some(0));
+    assert_eq!(f.present.next_at_or_after(0), Some(64 * MIB / 4096));
+    assert_eq!(k.ra.pages_read, 64 * MIB / 4096);
+}

@@ -741,7 +741,8 @@ impl Kernel {
         let size = match (f.filesize, f.size) {
             (Some((lo, hi)), _) if hi > lo => lo + rng.below((hi - lo) / 512 + 1) * 512,
             (Some((lo, _)), _) => lo,
-            (None, Some(FioSize::Bytes(b))) => b / nfiles,
+            // fio makes the file cover `offset` too
+            (None, Some(FioSize::Bytes(b))) => f.offset + b / nfiles,
             _ => return Err(job_error(f, "a regular file needs size= or filesize=")),
         };
         let ino = self.create_inode(sb);
