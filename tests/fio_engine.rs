@@ -157,11 +157,17 @@ fn sequential_read_ramps_readahead_and_a_second_pass_hits() {
     let sc = scenario("type = \"ssd\"", "30s");
     let mut j = job("r", Rw::Read, 4096);
     j.size = Some(FioSize::Bytes(64 * MIB));
-    j.loops = 2;
-    let k = run(&sc, vec![j]);
-    let c = &k.fio.clones[0];
-    assert!(c.end.is_some(), "the job finished");
-    assert_eq!(c.bytes_done[0], 128 * MIB);
+    j.filename = Some("data".into());
+    // a second pass over the same file, keeping its cache (fio drops a
+    // file's cache when it opens it, and at each loop, unless invalidate=0)
+    let mut again = j.clone();
+    again.name = "again".into();
+    again.stonewall = true;
+    again.invalidate = false;
+    let k = run(&sc, vec![j, again]);
+    let (c, c2) = (&k.fio.clones[0], &k.fio.clones[1]);
+    assert!(c2.end.is_some(), "the jobs finished");
+    assert_eq!((c.bytes_done[0], c2.bytes_done[0]), (64 * MIB, 64 * MIB));
     // windows 4, 8, 16, 32 pages, then 2 × read_ahead_kb (fadvise
     // SEQUENTIAL doubles the bdi's 128 KiB): 64 pages
     let sizes: Vec<u64> = k.ra.bio_pages.keys().copied().collect();
@@ -173,6 +179,12 @@ fn sequential_read_ramps_readahead_and_a_second_pass_hits() {
     assert_eq!(k.ra.pages_read, 64 * MIB / 4096);
     assert_eq!(k.vm.pgpgin, 64 * 1024);
     assert!(k.ra.async_ra > 100);
+    // with invalidate=1 (fio's default) the second pass reads it again
+    let mut j = job("r", Rw::Read, 4096);
+    j.size = Some(FioSize::Bytes(64 * MIB));
+    j.loops = 2;
+    let k = run(&sc, vec![j]);
+    assert_eq!(k.ra.pages_read, 2 * 64 * MIB / 4096);
 }
 
 #[test]
@@ -211,8 +223,12 @@ fn fsync_every_write_keeps_dirty_near_zero() {
     j.time_based = true;
     let mut k = machine(&sc, vec![j.clone()]);
     let mut max_dirty = 0;
+    // the file's dirty pages (the journal's committed metadata blocks are
+    // dirty pages of the block device's inode)
+    let file_dirty =
+        |k: &Kernel| -> u64 { k.ra.files.keys().map(|&i| k.inodes[i].dirty.count()).sum() };
     while k.step() {
-        max_dirty = max_dirty.max(k.vm.nr_dirty);
+        max_dirty = max_dirty.max(file_dirty(&k));
     }
     let c = &k.fio.clones[0];
     let writes = c.stats.total_ios[1];
@@ -227,6 +243,16 @@ fn fsync_every_write_keeps_dirty_near_zero() {
     // each sync waits for its page's write on the device (≥ 40 us per_io)
     let sync_mean = c.sync_lat_sum as f64 / c.syncs as f64;
     assert!(sync_mean > 40e3, "sync latency {sync_mean}");
+    // each append allocated a block: ext4's journal commits it before the
+    // fsync returns (two more writes); without the metadata model, none
+    let nometa = sc.replace("device = \"d\"\n", "device = \"d\"\nmetadata = false\n");
+    let kn = run(&nometa, vec![j.clone()]);
+    let cn = &kn.fio.clones[0];
+    let nometa_mean = cn.sync_lat_sum as f64 / cn.syncs as f64;
+    assert!(
+        sync_mean > 2.0 * nometa_mean,
+        "sync latency {sync_mean} with the journal, {nometa_mean} without"
+    );
     // O_SYNC: the write's own latency includes the writeback
     let mut o = j;
     o.fsync = 0;
@@ -280,6 +306,29 @@ fn t_spin_job() -> FioJob {
     t.size = Some(FioSize::Bytes(1 << 30));
     t.time_based = true;
     t
+}
+
+#[test]
+fn poisson_rate_ramp_time_and_rate_iops() {
+    let sc = scenario("type = \"ssd\"", "20s");
+    let mut j = job("p", Rw::RandWrite, 4096);
+    j.direct = true;
+    j.rate_iops = [500; 3];
+    j.rate_process = wbsim::workload::fio::job::RateProcess::Poisson;
+    j.size = Some(FioSize::Bytes(1 << 30));
+    j.time_based = true;
+    j.ramp_time = 2_000_000_000;
+    j.runtime = Some(15_000_000_000);
+    let k = run(&sc, vec![j]);
+    let c = &k.fio.clones[0];
+    // 17 s at 500 IOPS on average (exponential gaps)
+    let rate = c.ios_done as f64 / 17.0;
+    assert!((rate / 500.0 - 1.0).abs() < 0.03, "{rate} IOPS");
+    // the statistics' runtime leaves the ramp out, and the job ended at
+    // ramp + runtime
+    let end = c.end.expect("ended");
+    assert!((17_000_000_000..17_010_000_000).contains(&end), "{end}");
+    assert_eq!(c.stats.runtime, end - 2_000_000_000);
 }
 
 #[test]
@@ -414,4 +463,43 @@ fn raw_device_direct_and_buffered() {
         "{}",
         k.ra.pages_read
     );
+}
+
+/// `cargo test --release --test fio_engine -- --ignored --nocapture`: the
+/// wall time of a minute of buffered 4k random reads over 4 GiB (the read
+/// side's range sets fragment).
+#[test]
+#[ignore]
+fn bench_buffered_random_reads() {
+    let sc = scenario("type = \"ssd\"", "60s");
+    let mut j = job("rr", Rw::RandRead, 4096);
+    j.size = Some(FioSize::Bytes(4 << 30));
+    j.time_based = true;
+    j.numjobs = 4;
+    let t0 = std::time::Instant::now();
+    let k = run(&sc, vec![j]);
+    let ios: u64 = k.fio.clones.iter().map(|c| c.stats.total_ios[0]).sum();
+    let frags: usize = k.ra.files.values().map(|f| f.present.len()).sum();
+    println!(
+        "60 s of 4k random buffered reads: {ios} IOs, {frags} cached extents, {:.3} s wall",
+        t0.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn offset_reads_the_region_after_it() {
+    let sc = scenario("type = \"ssd\"", "10s");
+    let mut j = job("o", Rw::Read, 1 << 20);
+    j.offset = 64 * MIB;
+    j.size = Some(FioSize::Bytes(64 * MIB));
+    let k = run(&sc, vec![j]);
+    let c = &k.fio.clones[0];
+    assert_eq!(c.bytes_done[0], 64 * MIB);
+    // the file covers offset + size; only the region after the offset is
+    // read (its last window's readahead stops at the end of the file)
+    let (&ino, f) = k.ra.files.iter().next().expect("the file");
+    assert_eq!(k.inodes[ino].nr_pages_span, 128 * MIB / 4096);
+    assert_eq!(f.present.first_missing(0, 128 * MIB / 4096), Some(0));
+    assert_eq!(f.present.next_at_or_after(0), Some(64 * MIB / 4096));
+    assert_eq!(k.ra.pages_read, 64 * MIB / 4096);
 }

@@ -63,7 +63,6 @@ impl Kernel {
             }
             pos += n * 512;
         }
-        let plug = self.blk_start_plug(pid);
         let (mut nbios, mut wait) = (0u32, false);
         let max = DIO_BIO_MAX_PAGES * spp;
         let mut bios = Vec::new();
@@ -77,7 +76,14 @@ impl Kernel {
         }
         // the count is known before the first completion can arrive
         let total = bios.len() as u32;
+        if total == 0 {
+            // nothing mapped: the IO is done at once
+            self.dio_expect(pid, tag, 1);
+            self.fio_dio_bio_done(pid, tag);
+            return (0, false);
+        }
         self.dio_expect(pid, tag, total);
+        let plug = self.blk_start_plug(pid);
         for (s, n) in bios {
             let bio = Bio {
                 dev,

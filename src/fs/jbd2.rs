@@ -20,9 +20,12 @@
 //! from `__jbd2_journal_refile_buffer`), where the flusher writes them like
 //! any inode's pages, with REQ_META, in 4 KiB buffers that merge in its plug.
 //!
+//! An fsync that allocated blocks waits for the running transaction's
+//! commit (`jbd2_complete_transaction`, fs/sync.rs).
+//!
 //! Not modelled: data=ordered waits in the commit, checkpointing when the
 //! journal runs out of space (the flusher or a task then writes the blocks
-//! in place itself), fsync and sync commits, and jbd2's own tracepoints.
+//! in place itself), sync(2) commits, and jbd2's own tracepoints.
 
 use crate::kernel::{Ev, Kernel, Pid};
 use crate::mm::filemap::RangeSet;
@@ -70,6 +73,11 @@ pub struct Journal {
     pub reserved: u64,
     /// Tasks waiting for reserved credits (`j_wait_reserved`).
     pub rsv_waiters: Vec<Pid>,
+    /// The committing transaction's id, and the last one committed.
+    pub committing_tid: u32,
+    pub committed_tid: Option<u32>,
+    /// Tasks waiting for transaction `tid` to commit (an fsync).
+    pub commit_waiters: Vec<(Pid, u32)>,
 }
 
 impl Journal {
@@ -113,7 +121,37 @@ impl Kernel {
             waiters: Vec::new(),
             reserved: 0,
             rsv_waiters: Vec::new(),
+            committing_tid: 0,
+            committed_tid: None,
+            commit_waiters: Vec::new(),
         }
+    }
+
+    /// `jbd2_complete_transaction` for an fsync by `pid`: commit the
+    /// running transaction (or, if it is empty, wait for the one
+    /// committing). Returns the transaction to wait for, None if there is
+    /// nothing to wait for.
+    pub fn jbd2_complete_transaction(&mut self, sb: usize, pid: Pid) -> Option<u32> {
+        let j = self.sbs[sb].ext4_mut().journal();
+        let tid = if !j.running.is_empty() {
+            j.tid
+        } else if j.committing.is_some() {
+            j.committing_tid
+        } else {
+            return None;
+        };
+        j.commit_waiters.push((pid, tid));
+        if !j.running.is_empty() {
+            self.jbd2_start_commit(sb);
+        }
+        Some(tid)
+    }
+
+    /// Whether transaction `tid` of `sb` has committed.
+    pub fn jbd2_committed(&mut self, sb: usize, tid: u32) -> bool {
+        let j = self.sbs[sb].ext4_mut().journal();
+        j.committed_tid
+            .is_some_and(|c| c.wrapping_sub(tid) as i32 >= 0)
     }
 
     /// `jbd2_journal_get_write_access` + `jbd2_journal_dirty_metadata`: the
@@ -205,6 +243,7 @@ impl Kernel {
             return;
         }
         let blocks = std::mem::take(&mut j.running);
+        j.committing_tid = j.tid;
         j.tid = j.tid.wrapping_add(1);
         j.running_since = None;
         let n = blocks.count();
@@ -256,6 +295,16 @@ impl Kernel {
             return;
         }
         let (blocks, _, _) = j.committing.take().expect("commit");
+        let done = j.committing_tid;
+        j.committed_tid = Some(done);
+        let mut woken = Vec::new();
+        j.commit_waiters.retain(|&(p, t)| {
+            let ready = done.wrapping_sub(t) as i32 >= 0;
+            if ready {
+                woken.push(p);
+            }
+            !ready
+        });
         let again = std::mem::take(&mut j.commit_again) || j.full();
         let pending = !j.running.is_empty();
         let task = j.task;
@@ -263,7 +312,7 @@ impl Kernel {
         for &(s, e) in blocks.ranges() {
             self.filemap_dirty_range(task, bdev, s, e - s);
         }
-        for p in waiters {
+        for p in waiters.into_iter().chain(woken) {
             self.wake_up_process(p);
         }
         if again && pending {

@@ -5,9 +5,13 @@
 //! REQ_SYNC), then the wait for every page of the inode under writeback,
 //! the flusher's included (`filemap_fdatawait_range`).
 //!
-//! Not modelled: the journal commit ext4 forces when the inode's metadata
-//! changed (`jbd2_complete_transaction`) and XFS's log force, and the
-//! cache flush (REQ_PREFLUSH) that follows on a device with a volatile
+//! On ext4 with its metadata model, an fsync whose writeback allocated
+//! blocks (the metadata a data sync needs: fdatasync's `i_datasync_tid`)
+//! then commits the running transaction and waits for its commit block
+//! (`jbd2_complete_transaction`); an overwrite of allocated blocks needs no
+//! commit. Not modelled: the commit of other inode changes (times, a
+//! create) that fsync but not fdatasync waits for, XFS's log force, and
+//! the cache flush (REQ_PREFLUSH) that follows on a device with a volatile
 //! write cache. The writepages walk is range-cyclic from the inode's
 //! `writeback_index` rather than from page 0; it takes every dirty page
 //! either way.
@@ -22,10 +26,18 @@ use crate::sim::Ns;
 pub enum Fsync {
     /// ->writepages has not started (it may wait for a journal handle).
     Start(InodeId),
-    /// `do_writepages` in WB_SYNC_ALL mode, resumable across bursts.
-    Writing(Writepages),
+    /// `do_writepages` in WB_SYNC_ALL mode, resumable across bursts, and
+    /// the pages the inode had blocks for before it.
+    Writing(Writepages, u64),
     /// Waiting for the inode's pages under writeback.
-    Waiting(InodeId),
+    Waiting(InodeId, u64),
+    /// Waiting for the journal's commit of transaction `tid`.
+    Commit { sb: usize, tid: u32 },
+}
+
+/// Pages of `ino` with blocks.
+fn mapped_pages(k: &Kernel, ino: InodeId) -> u64 {
+    k.inodes[ino].extents.as_slice().iter().map(|e| e.1).sum()
 }
 
 /// What an fsync step asks of its task.
@@ -44,8 +56,9 @@ impl Kernel {
             match f {
                 Fsync::Start(ino) => {
                     let ino = *ino;
+                    let mapped = mapped_pages(self, ino);
                     if self.inodes[ino].dirty.is_empty() {
-                        *f = Fsync::Waiting(ino);
+                        *f = Fsync::Waiting(ino, mapped);
                         continue;
                     }
                     if !self.fs_writepages_trans_start(pid, ino) {
@@ -53,9 +66,9 @@ impl Kernel {
                     }
                     let wp = self.writepages_start(pid, ino, i64::MAX, Vec::new());
                     self.tasks[pid].owed_sys += self.sc.machine.cost.writepages_inode;
-                    *f = Fsync::Writing(wp);
+                    *f = Fsync::Writing(wp, mapped);
                 }
-                Fsync::Writing(wp) => {
+                Fsync::Writing(wp, mapped) => {
                     let mut burst = 0;
                     let opf = crate::block::blk_wbt::REQ_SYNC;
                     match self.do_writepages(pid, wp, &mut burst, opf) {
@@ -63,17 +76,36 @@ impl Kernel {
                         PassStep::WaitTag => return FsyncStep::Block,
                         PassStep::Done => {
                             self.tasks[pid].owed_sys += burst;
-                            *f = Fsync::Waiting(wp.ino);
+                            *f = Fsync::Waiting(wp.ino, *mapped);
                         }
                     }
                 }
-                Fsync::Waiting(ino) => {
+                Fsync::Waiting(ino, mapped) => {
                     let ino = *ino;
                     self.fsync_waiters.retain(|&(p, _)| p != pid);
-                    if self.inodes[ino].nr_writeback == 0 {
+                    if self.inodes[ino].nr_writeback > 0 {
+                        self.fsync_waiters.push((pid, ino));
+                        return FsyncStep::Block;
+                    }
+                    // blocks allocated: ext4's journal commits them
+                    let sb = self.inodes[ino].sb as usize;
+                    let journal = match &self.sbs[sb].fs {
+                        crate::fs::FsType::Ext4(e) => e.meta.is_some(),
+                        crate::fs::FsType::Xfs(_) => false,
+                    };
+                    let allocated = mapped_pages(self, ino) > *mapped;
+                    match journal && allocated && !self.inodes[ino].bdev {
+                        true => match self.jbd2_complete_transaction(sb, pid) {
+                            Some(tid) => *f = Fsync::Commit { sb, tid },
+                            None => return FsyncStep::Done,
+                        },
+                        false => return FsyncStep::Done,
+                    }
+                }
+                Fsync::Commit { sb, tid } => {
+                    if self.jbd2_committed(*sb, *tid) {
                         return FsyncStep::Done;
                     }
-                    self.fsync_waiters.push((pid, ino));
                     return FsyncStep::Block;
                 }
             }

@@ -576,6 +576,19 @@ impl Kernel {
                 ));
             }
         }
+        // a read file knows its cached pages by position (mm/readahead.rs)
+        for (&i, f) in &self.ra.files {
+            if f.present.count() != self.inodes[i].nr_cached {
+                return Err(format!(
+                    "inode {i}: {} pages cached by position != nr_cached {}",
+                    f.present.count(),
+                    self.inodes[i].nr_cached
+                ));
+            }
+            if f.present.count() < f.locked.count() {
+                return Err(format!("inode {i}: more pages under read than cached"));
+            }
+        }
         for (i, c) in self.cpus.iter().enumerate() {
             if let Some(p) = c.cur {
                 if self.tasks[p].state != RunState::Running || self.tasks[p].cpu != i {

@@ -14,8 +14,135 @@
 
 use crate::block::{Bio, BioOwner};
 use crate::kernel::{InodeId, Kernel, Pid};
-use crate::mm::filemap::RangeSet;
 use std::collections::BTreeMap;
+
+/// A set of disjoint, non-touching page ranges `[start, end)` in an
+/// ordered map, with its page count: a file read at random fragments its
+/// cached pages into up to one range per two pages, so every operation is
+/// logarithmic (the writers' `RangeSet`, a sorted vector, suits the few
+/// ranges of dirty pages).
+#[derive(Clone, Debug, Default)]
+pub struct ExtentSet {
+    map: BTreeMap<u64, u64>,
+    pages: u64,
+}
+
+impl ExtentSet {
+    /// Pages in the set.
+    pub fn count(&self) -> u64 {
+        self.pages
+    }
+    /// Ranges in the set.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+    /// The range holding page `x`.
+    pub fn containing(&self, x: u64) -> Option<(u64, u64)> {
+        self.map
+            .range(..=x)
+            .next_back()
+            .filter(|&(_, &b)| b > x)
+            .map(|(&a, &b)| (a, b))
+    }
+    /// The end of the range holding `x`, if `x` is in the set.
+    pub fn run_end(&self, x: u64) -> Option<u64> {
+        self.containing(x).map(|r| r.1)
+    }
+    /// The first page at or after `x` in the set.
+    pub fn next_at_or_after(&self, x: u64) -> Option<u64> {
+        if self.containing(x).is_some() {
+            return Some(x);
+        }
+        self.map.range(x..).next().map(|(&a, _)| a)
+    }
+    /// The first page of `[s, e)` not in the set.
+    pub fn first_missing(&self, s: u64, e: u64) -> Option<u64> {
+        let x = self.run_end(s).unwrap_or(s);
+        (x < e).then_some(x)
+    }
+    /// Pages of `[s, e)` in the set.
+    pub fn overlap(&self, s: u64, e: u64) -> u64 {
+        if s >= e {
+            return 0;
+        }
+        let mut n = 0;
+        if let Some((a, b)) = self.containing(s) {
+            if a < s {
+                n += b.min(e) - s;
+            }
+        }
+        for (&a, &b) in self.map.range(s..e) {
+            n += b.min(e) - a;
+        }
+        n
+    }
+    /// Insert `[s, e)`; returns the pages newly added.
+    pub fn insert(&mut self, s: u64, e: u64) -> u64 {
+        if s >= e {
+            return 0;
+        }
+        let before = self.overlap(s, e);
+        if before == e - s {
+            return 0;
+        }
+        let (mut ns, mut ne) = (s, e);
+        // a range before s that reaches it
+        if let Some((&a, &b)) = self.map.range(..s).next_back() {
+            if b >= s {
+                ns = a;
+                ne = ne.max(b);
+                self.map.remove(&a);
+                self.pages -= b - a;
+            }
+        }
+        // ranges starting in [s, e]
+        let inside: Vec<(u64, u64)> = self.map.range(s..=e).map(|(&a, &b)| (a, b)).collect();
+        for (a, b) in inside {
+            ne = ne.max(b);
+            self.map.remove(&a);
+            self.pages -= b - a;
+        }
+        self.map.insert(ns, ne);
+        self.pages += ne - ns;
+        (e - s) - before
+    }
+    /// Remove `[s, e)`; returns the pages removed.
+    pub fn remove(&mut self, s: u64, e: u64) -> u64 {
+        if s >= e {
+            return 0;
+        }
+        let mut n = 0;
+        if let Some((a, b)) = self.containing(s) {
+            if a < s {
+                // split off the head
+                self.map.insert(a, s);
+                if b > e {
+                    self.map.insert(e, b);
+                    self.pages -= e - s;
+                    return e - s;
+                }
+                self.pages -= b - s;
+                n += b - s;
+            }
+        }
+        let inside: Vec<(u64, u64)> = self.map.range(s..e).map(|(&a, &b)| (a, b)).collect();
+        for (a, b) in inside {
+            self.map.remove(&a);
+            if b > e {
+                self.map.insert(e, b);
+                n += e - a;
+                self.pages -= e - a;
+            } else {
+                n += b - a;
+                self.pages -= b - a;
+            }
+        }
+        n
+    }
+}
 
 /// `struct file_ra_state`: one open file's readahead window.
 #[derive(Clone, Copy, Debug, Default)]
@@ -40,9 +167,9 @@ pub struct FileRaState {
 #[derive(Clone, Debug, Default)]
 pub struct CachedFile {
     /// Pages in the page cache (uptodate, or locked under read).
-    pub present: RangeSet,
+    pub present: ExtentSet,
     /// Pages under read: locked and not uptodate.
-    pub locked: RangeSet,
+    pub locked: ExtentSet,
     /// Pages with PG_readahead set.
     pub marks: Vec<u64>,
     /// Tasks sleeping on a locked page of `[start, end)`
@@ -356,14 +483,9 @@ impl Kernel {
             let lo = index.saturating_sub(max);
             let mut hist = 0;
             let mut i = index;
-            while i > lo && f.present.overlap(i - 1, i) == 1 {
-                // whole runs at a time
-                let run_start = f
-                    .present
-                    .ranges()
-                    .iter()
-                    .find(|&&(a, b)| a < i && i <= b)
-                    .map_or(i - 1, |&(a, _)| a.max(lo));
+            // whole runs at a time
+            while let Some((a, _)) = f.present.containing(i - 1).filter(|_| i > lo) {
+                let run_start = a.max(lo);
                 hist += i - run_start;
                 i = run_start;
             }
@@ -511,6 +633,26 @@ impl Kernel {
         wait
     }
 
+    /// POSIX_FADV_DONTNEED (`invalidate_mapping_pages`): drop a tracked
+    /// file's clean pages that are not under read. (The kernel first starts
+    /// writeback of the dirty ones, WB_SYNC_NONE; not modelled: they stay.)
+    pub fn filemap_fadvise_dontneed(&mut self, ino: InodeId) {
+        let Some(f) = self.ra.files.get_mut(&ino) else {
+            return;
+        };
+        let inode = &self.inodes[ino];
+        let clean = (inode.nr_cached - inode.dirty.count() - inode.nr_writeback)
+            .saturating_sub(f.locked.count());
+        f.reclaim_cursor = 0;
+        f.marks.clear();
+        let n = self.filemap_reclaim_tracked(ino, clean);
+        self.inodes[ino].nr_cached -= n;
+        self.vm.nr_file_pages -= n;
+        self.vm.nr_inactive_file -= n;
+        self.vm.nr_free_pages += n;
+        self.page_freed_host(n);
+    }
+
     /// Clean-page reclaim in a tracked file: drop up to `want` pages that
     /// are cached, not locked and not dirty, from where the last call
     /// stopped (pages under writeback are not known by position: the count
@@ -545,6 +687,7 @@ impl Kernel {
                 .fold(e, u64::min)
                 .min(a + left);
             f.present.remove(a, stop);
+            f.marks.retain(|m| !(a..stop).contains(m));
             left -= stop - a;
             p = stop;
             if wrapped && p >= f.reclaim_cursor {
@@ -581,6 +724,43 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn extent_set_ops() {
+        let mut r = ExtentSet::default();
+        assert_eq!(r.insert(0, 10), 10);
+        assert_eq!(r.insert(5, 15), 5);
+        assert_eq!(r.insert(20, 30), 10);
+        assert_eq!(r.count(), 25);
+        assert_eq!(r.overlap(8, 22), 9);
+        assert_eq!(r.insert(15, 20), 5); // bridges into one run
+        assert_eq!((r.len(), r.count()), (1, 30));
+        assert_eq!(r.remove(3, 7), 4);
+        assert_eq!((r.len(), r.count()), (2, 26));
+        assert_eq!(r.next_at_or_after(3), Some(7));
+        assert_eq!(r.first_missing(0, 10), Some(3));
+        assert_eq!(r.first_missing(7, 30), None);
+        assert_eq!(r.remove(0, 100), 26);
+        assert!(r.is_empty() && r.count() == 0);
+        // a checker against a bitmap
+        let mut rng = crate::sim::Prng::new(9);
+        let mut bits = [false; 200];
+        for _ in 0..2000 {
+            let s = rng.below(200);
+            let e = (s + 1 + rng.below(20)).min(200);
+            let n = bits[s as usize..e as usize].iter().filter(|&&b| b).count() as u64;
+            if rng.below(2) == 0 {
+                assert_eq!(r.insert(s, e), (e - s) - n);
+                bits[s as usize..e as usize].fill(true);
+            } else {
+                assert_eq!(r.remove(s, e), n);
+                bits[s as usize..e as usize].fill(false);
+            }
+            assert_eq!(r.count(), bits.iter().filter(|&&b| b).count() as u64);
+            let x = rng.below(200);
+            assert_eq!(r.containing(x).is_some(), bits[x as usize]);
+        }
+    }
 
     #[test]
     fn window_sizes_ramp_as_the_kernel_does() {

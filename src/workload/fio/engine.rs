@@ -289,6 +289,29 @@ enum Dist {
 /// The most values lib/zipf.c sums for zeta(n) (ZIPF_MAX_GEN).
 const ZIPF_MAX_GEN: u64 = 10_000_000;
 
+/// zeta(n, θ) = Σ_{i=1..n} i^-θ: summed up to 2^16 terms, the rest by
+/// the Euler–Maclaurin formula (its first correction terms; relative error
+/// far below what the draws resolve), so a clone's setup does not sum ten
+/// million powers.
+fn zeta(n: u64, theta: f64) -> f64 {
+    const EXACT: u64 = 1 << 16;
+    let m = n.min(EXACT);
+    let head: f64 = (1..=m).map(|i| (i as f64).powf(-theta)).sum();
+    if n <= EXACT {
+        return head;
+    }
+    let (a, b) = (m as f64, n as f64);
+    let f = |x: f64| x.powf(-theta);
+    let df = |x: f64| -theta * x.powf(-theta - 1.0);
+    let integral = if (theta - 1.0).abs() < 1e-12 {
+        (b / a).ln()
+    } else {
+        (b.powf(1.0 - theta) - a.powf(1.0 - theta)) / (1.0 - theta)
+    };
+    // Σ_{i=m+1..n} f(i) = ∫_m^n f + (f(n) - f(m))/2 + (f'(n) - f'(m))/12
+    head + integral + (f(b) - f(a)) / 2.0 + (df(b) - df(a)) / 12.0
+}
+
 /// fio's `__hash_u64`-style scrambling of a rank into the range, so the
 /// hot blocks are spread over the file: a multiplicative (golden ratio)
 /// hash.
@@ -309,9 +332,7 @@ impl Dist {
             // lib/zipf.c zipf_init: zeta(n, theta) summed over at most
             // ZIPF_MAX_GEN values, zeta(2, theta)
             RandomDist::Zipf(theta) => {
-                let zetan = (1..=n.min(ZIPF_MAX_GEN))
-                    .map(|i| (i as f64).powf(-theta))
-                    .sum();
+                let zetan = zeta(n.min(ZIPF_MAX_GEN), theta);
                 let zeta2 = 1.0 + 0.5f64.powf(theta);
                 Some(Dist::Zipf {
                     theta,
@@ -483,9 +504,18 @@ impl Kernel {
         self.fio_start_ready_jobs(true);
     }
 
-    /// What the engine cannot run: unmodelled options, trims, a buffered
-    /// raw device without a filesystem, a regular file without a size.
+    /// What the engine cannot run (`check_job`).
     pub fn fio_check(&self, f: &FioJob) -> Result<(), String> {
+        check_job(&self.sc, f)
+    }
+}
+
+/// What the engine cannot run: unmodelled options, trims, bad block
+/// sizes, a device the scenario lacks, buffered IO to a raw device without
+/// a filesystem on it, a regular file without a size or a filesystem.
+/// The scenario's loader can call it to refuse a job before the run.
+pub fn check_job(sc: &crate::scenario::Scenario, f: &FioJob) -> Result<(), String> {
+    {
         if let Some((name, at)) = f.unsupported.first() {
             return Err(job_error(
                 f,
@@ -512,13 +542,13 @@ impl Kernel {
         if let Some(name) = f.filename.as_deref() {
             for n in name.split(':') {
                 if let Some(dev) = n.strip_prefix("/dev/") {
-                    let Some(d) = self.sc.devices.iter().position(|x| x.name == dev) else {
+                    let Some(d) = sc.devices.iter().position(|x| x.name == dev) else {
                         return Err(job_error(
                             f,
                             format!("filename `{n}`: the scenario has no device `{dev}`"),
                         ));
                     };
-                    if !f.direct && !self.sbs.iter().any(|s| s.dev == d) {
+                    if !f.direct && !sc.filesystems.iter().any(|s| s.device == d) {
                         return Err(job_error(
                             f,
                             format!("buffered IO to `{n}` needs a filesystem on it (its block device inode's bdi); use direct=1"),
@@ -534,7 +564,7 @@ impl Kernel {
         if !raw && f.size.is_none() && f.filesize.is_none() {
             return Err(job_error(f, "a regular file needs size= or filesize="));
         }
-        if self.sbs.is_empty() && !raw {
+        if sc.filesystems.is_empty() && !raw {
             return Err(job_error(
                 f,
                 "regular files need a filesystem in the scenario",
@@ -542,7 +572,9 @@ impl Kernel {
         }
         Ok(())
     }
+}
 
+impl Kernel {
     /// Create clone `c` of job `ji`: its files and its task (not started).
     fn fio_clone_new(&mut self, ji: usize, sb: usize, f: &FioJob, c: u32) -> Result<usize, String> {
         let ci = self.fio.clones.len();
@@ -722,7 +754,8 @@ impl Kernel {
         let size = match (f.filesize, f.size) {
             (Some((lo, hi)), _) if hi > lo => lo + rng.below((hi - lo) / 512 + 1) * 512,
             (Some((lo, _)), _) => lo,
-            (None, Some(FioSize::Bytes(b))) => b / nfiles,
+            // fio makes the file cover `offset` too
+            (None, Some(FioSize::Bytes(b))) => f.offset + b / nfiles,
             _ => return Err(job_error(f, "a regular file needs size= or filesize=")),
         };
         let ino = self.create_inode(sb);
@@ -929,6 +962,9 @@ impl Kernel {
                     let c = &mut self.fio.clones[t.ci];
                     c.stats = stats;
                     c.start = Some(now);
+                    // the files are opened (a cache an earlier job left
+                    // is dropped)
+                    self.fio_invalidate(t);
                 }
                 Stage::Next => {
                     if self.fio_finished(t, now) {
@@ -1215,7 +1251,7 @@ impl Kernel {
 
     /// Whether the clone is done: its runtime is over, or (without
     /// `time_based`) its bytes of every loop are issued.
-    fn fio_finished(&self, t: &mut FioTask, now: Ns) -> bool {
+    fn fio_finished(&mut self, t: &mut FioTask, now: Ns) -> bool {
         if now >= t.end_time {
             return true;
         }
@@ -1239,13 +1275,28 @@ impl Kernel {
 
     /// A new loop over the files: sequential positions back to the start,
     /// a new random-map pass.
-    fn fio_new_loop(&self, t: &mut FioTask) {
+    fn fio_new_loop(&mut self, t: &mut FioTask) {
+        self.fio_invalidate(t);
         t.loop_done = 0;
         for p in &mut t.pos {
             p.seq = 0;
             p.pass += 1;
             p.drawn = 0;
             p.run_left = 0;
+        }
+    }
+
+    /// `invalidate=1` (buffered): fio drops each file's cache when it
+    /// opens it and at each new loop (`file_invalidate_cache`:
+    /// POSIX_FADV_DONTNEED), so every pass reads from the device.
+    fn fio_invalidate(&mut self, t: &FioTask) {
+        if !t.job.invalidate || t.job.direct {
+            return;
+        }
+        for f in &t.files {
+            if let Some(ino) = f.ino {
+                self.filemap_fadvise_dontneed(ino);
+            }
         }
     }
 
@@ -1489,6 +1540,16 @@ mod tests {
         let a: Vec<u64> = (0..100).map(|i| permute(i, 100, 1)).collect();
         let b: Vec<u64> = (0..100).map(|i| permute(i, 100, 2)).collect();
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn zeta_tail_matches_the_sum() {
+        for theta in [0.8, 1.2, 2.0] {
+            let n = 300_000u64;
+            let exact: f64 = (1..=n).map(|i| (i as f64).powf(-theta)).sum();
+            let z = zeta(n, theta);
+            assert!((z / exact - 1.0).abs() < 1e-9, "θ {theta}: {z} vs {exact}");
+        }
     }
 
     #[test]
