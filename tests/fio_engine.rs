@@ -221,6 +221,8 @@ fn fsync_every_write_keeps_dirty_near_zero() {
     j.fsync = 1;
     j.size = Some(FioSize::Bytes(1 << 30));
     j.time_based = true;
+    // appends that allocate: no fallocate()d file
+    j.options.push(("fallocate".into(), "none".into()));
     let mut k = machine(&sc, vec![j.clone()]);
     let mut max_dirty = 0;
     // the file's dirty pages (the journal's committed metadata blocks are

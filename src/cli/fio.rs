@@ -146,7 +146,7 @@ pub fn build_scenario(a: &FioArgs) -> Result<(Scenario, Vec<FioJob>), String> {
         None => Scenario::builtin(&sets).map_err(e)?,
     };
     let jobs = read_jobs(a, &sc)?;
-    fsc::check_jobs(&jobs, &sc.devices)?;
+    fsc::check_jobs(&jobs, &sc.devices, &sc.filesystems)?;
     let fs = match &a.filesystem {
         Some(n) => sc
             .filesystems

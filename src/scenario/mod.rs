@@ -1375,7 +1375,12 @@ fn read_jobs(
         match ty.as_str() {
             "fio" => {
                 let fio = crate::workload::fio::scenario::read_job(
-                    r, &jname, &jorigin, machine, devices,
+                    r,
+                    &jname,
+                    &jorigin,
+                    machine,
+                    devices,
+                    filesystems,
                 )?;
                 jobs.extend(crate::workload::fio::scenario::scenario_jobs(
                     fio, filesystem, start,

@@ -506,7 +506,7 @@ impl Kernel {
 
     /// What the engine cannot run (`check_job`).
     pub fn fio_check(&self, f: &FioJob) -> Result<(), String> {
-        check_job(&self.sc, f)
+        check_job(&self.sc.devices, &self.sc.filesystems, f)
     }
 }
 
@@ -514,7 +514,11 @@ impl Kernel {
 /// sizes, a device the scenario lacks, buffered IO to a raw device without
 /// a filesystem on it, a regular file without a size or a filesystem.
 /// The scenario's loader can call it to refuse a job before the run.
-pub fn check_job(sc: &crate::scenario::Scenario, f: &FioJob) -> Result<(), String> {
+pub fn check_job(
+    devices: &[crate::scenario::Device],
+    filesystems: &[crate::scenario::Filesystem],
+    f: &FioJob,
+) -> Result<(), String> {
     {
         if let Some((name, at)) = f.unsupported.first() {
             return Err(job_error(
@@ -542,13 +546,13 @@ pub fn check_job(sc: &crate::scenario::Scenario, f: &FioJob) -> Result<(), Strin
         if let Some(name) = f.filename.as_deref() {
             for n in name.split(':') {
                 if let Some(dev) = n.strip_prefix("/dev/") {
-                    let Some(d) = sc.devices.iter().position(|x| x.name == dev) else {
+                    let Some(d) = devices.iter().position(|x| x.name == dev) else {
                         return Err(job_error(
                             f,
                             format!("filename `{n}`: the scenario has no device `{dev}`"),
                         ));
                     };
-                    if !f.direct && !sc.filesystems.iter().any(|s| s.device == d) {
+                    if !f.direct && !filesystems.iter().any(|s| s.device == d) {
                         return Err(job_error(
                             f,
                             format!("buffered IO to `{n}` needs a filesystem on it (its block device inode's bdi); use direct=1"),
@@ -564,7 +568,7 @@ pub fn check_job(sc: &crate::scenario::Scenario, f: &FioJob) -> Result<(), Strin
         if !raw && f.size.is_none() && f.filesize.is_none() {
             return Err(job_error(f, "a regular file needs size= or filesize="));
         }
-        if sc.filesystems.is_empty() && !raw {
+        if filesystems.is_empty() && !raw {
             return Err(job_error(
                 f,
                 "regular files need a filesystem in the scenario",
@@ -900,6 +904,9 @@ impl Kernel {
                 issue: io.issue,
             };
             Self::fio_record(c, u, io.submit, now);
+            // io_u_mark_complete: io_getevents reaps each completion as
+            // it comes (iodepth_batch_complete_min=1)
+            c.stats.add_complete(1);
         }
         if std::mem::take(&mut c.waits_io) {
             self.wake_up_process(pid);
@@ -1109,6 +1116,12 @@ impl Kernel {
                 Stage::AsyncSubmit(io) => {
                     let ff = t.files[io.file];
                     let slot = self.fio_slot(t.ci, io, Some(now), false);
+                    // fio's io_u_mark_depth and io_u_mark_submit: the depth
+                    // this IO makes, and one IO per io_submit
+                    // (iodepth_batch=1)
+                    let c = &mut self.fio.clones[t.ci];
+                    c.stats.add_depth(c.inflight);
+                    c.stats.add_submit(1);
                     let (_, wait) = self.submit_dio(
                         pid,
                         ff.dev,

@@ -10,7 +10,7 @@
 use super::parse::{self, MachineVars};
 use super::FioJob;
 use crate::scenario::raw::{err, Origin, ScenarioError};
-use crate::scenario::{Device, Job, JobKind, Machine, Reader};
+use crate::scenario::{Device, Filesystem, Job, JobKind, Machine, Reader};
 
 /// The values fio expands itself (`$pagesize`, `$ncpus`, `$mb_memory`),
 /// from the simulated machine.
@@ -51,7 +51,11 @@ fn fio_err(origin: &Origin, e: super::FioError) -> ScenarioError {
 
 /// Check that the engine can simulate every job, and that the devices a
 /// job names exist: the one-line reason otherwise.
-pub fn check_jobs(jobs: &[FioJob], devices: &[Device]) -> Result<(), String> {
+pub fn check_jobs(
+    jobs: &[FioJob],
+    devices: &[Device],
+    filesystems: &[Filesystem],
+) -> Result<(), String> {
     for j in jobs {
         if let Some(why) = parse::unsupported_reason(j) {
             return Err(format!("{}: job `{}`: {why}", j.origin, j.name));
@@ -74,6 +78,7 @@ pub fn check_jobs(jobs: &[FioJob], devices: &[Device]) -> Result<(), String> {
                 }
             }
         }
+        super::engine::check_job(devices, filesystems, j)?;
     }
     Ok(())
 }
@@ -100,6 +105,7 @@ pub(crate) fn read_job(
     jorigin: &Origin,
     machine: &Machine,
     devices: &[Device],
+    filesystems: &[Filesystem],
 ) -> Result<Vec<FioJob>, ScenarioError> {
     let p = |k: &str| format!("jobs.{jname}.{k}");
     let m = machine_vars(machine);
@@ -159,7 +165,7 @@ pub(crate) fn read_job(
             format!("fio job `{jname}`: the job file defines no job"),
         );
     }
-    check_jobs(&jobs, devices).map_err(|m| ScenarioError {
+    check_jobs(&jobs, devices, filesystems).map_err(|m| ScenarioError {
         origin: origin.clone(),
         msg: m,
     })?;
