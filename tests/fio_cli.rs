@@ -173,3 +173,26 @@ fn bad_and_unsupported_options_are_refused_with_the_line() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("/dev/nvme9n1"));
 }
+
+#[test]
+fn clones_mixing_sequential_reads_and_writes_on_one_file_run() {
+    // fio's examples/fio-seq-RW.fio, shortened: four clones read and write
+    // one shared file sequentially; a read at page 0 with no cached history
+    // once underflowed the context readahead's walk
+    let out = ok(&wbsim(&[
+        "fio",
+        "--name=file1",
+        "--filename=f",
+        "--rw=rw",
+        "--rwmixread=60",
+        "--bs=256k",
+        "--numjobs=4",
+        "--time_based",
+        "--runtime=2",
+        "--size=1g",
+        "--ioengine=libaio",
+        "--iodepth=16",
+    ]));
+    assert!(out.contains("READ: bw="), "{out}");
+    assert!(out.contains("WRITE: bw="), "{out}");
+}

@@ -484,7 +484,7 @@ impl Kernel {
             let mut hist = 0;
             let mut i = index;
             // whole runs at a time
-            while let Some((a, _)) = f.present.containing(i - 1).filter(|_| i > lo) {
+            while let Some((a, _)) = (i > lo).then(|| f.present.containing(i - 1)).flatten() {
                 let run_start = a.max(lo);
                 hist += i - run_start;
                 i = run_start;
