@@ -196,3 +196,41 @@ fn clones_mixing_sequential_reads_and_writes_on_one_file_run() {
     assert!(out.contains("READ: bw="), "{out}");
     assert!(out.contains("WRITE: bw="), "{out}");
 }
+
+/// Every job file in `$WBSIM_FIO_CORPUS` (for example fio's own
+/// `examples/` directory) either runs, for a simulated second, or is
+/// refused with exit code 2 and one line naming why. Skipped when the
+/// variable is unset.
+#[test]
+fn every_corpus_job_file_runs_or_is_refused_in_one_line() {
+    let Some(dir) = std::env::var_os("WBSIM_FIO_CORPUS") else {
+        eprintln!("skipping: set WBSIM_FIO_CORPUS to a directory of fio job files");
+        return;
+    };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("WBSIM_FIO_CORPUS is a directory")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "fio"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no .fio files in {dir:?}");
+    let (mut ran, mut refused) = (0, 0);
+    let cwd = tmpdir("corpus");
+    for f in &files {
+        let o = Command::new(env!("CARGO_BIN_EXE_wbsim"))
+            .args(["fio", f.to_str().unwrap(), "--set", "run.duration=1s"])
+            .current_dir(&cwd)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        match o.status.code() {
+            Some(0) => ran += 1,
+            Some(2) => {
+                assert_eq!(err.trim().lines().count(), 1, "{f:?}: {err}");
+                refused += 1;
+            }
+            c => panic!("{f:?}: exit {c:?}: {err}"),
+        }
+    }
+    eprintln!("{} files: {ran} ran, {refused} refused", files.len());
+}
