@@ -107,7 +107,7 @@ impl Kernel {
     /// filesystem reserves credits for writeback (dioread_nolock); None
     /// otherwise (bios then end their pages' writeback themselves).
     fn ext4_init_io_end(&mut self, ino: InodeId) -> Option<IoEndId> {
-        let rsv = self.ext4_reserve_io(ino);
+        let rsv = self.ext4_io_end_rsv(ino);
         if rsv == 0 {
             return None;
         }
@@ -371,6 +371,7 @@ mod tests {
     fn a_bio_ends_where_the_blocks_jump() {
         let (mut k, a, b) = two_growing_files();
         let write = |k: &mut Kernel, ino, start, n| {
+            assert!(k.fs_writepages_trans_start(0, ino), "the round's handle");
             k.start_writeback_range(ino, n);
             k.ext4_writepages(0, ino, start, n, 0);
             k.devs[0].stat.bios_submitted
@@ -403,6 +404,7 @@ mod tests {
         // a's first pages, then b's, then a round of a across the end of
         // its first window: the next window was allocated after b's
         for (ino, start, n) in [(a, 0, 1000), (b, 0, 100)] {
+            assert!(k.fs_writepages_trans_start(0, ino));
             k.start_writeback_range(ino, n);
             k.ext4_writepages(0, ino, start, n, 0);
         }
@@ -411,6 +413,8 @@ mod tests {
             k.sbs[sb].ext4().io_ends.iter().flatten().count(),
             reserved(&k),
         );
+        assert!(k.fs_writepages_trans_start(0, a));
+        assert_eq!(reserved(&k), r0 + rsv, "the round's handle reserves");
         k.start_writeback_range(a, 2048);
         k.ext4_writepages(0, a, 1000, 2048, 0);
         assert_eq!(k.devs[0].stat.bios_submitted - before, 2, "two bios");
@@ -441,5 +445,53 @@ mod tests {
         assert_eq!(k.inodes[a].nr_writeback, wb_pages - 2048);
         assert_eq!(reserved(&k), r0);
         assert!(k.sbs[sb].ext4().io_ends[id].is_none());
+    }
+
+    /// Random writes into a fallocated file: every run of adjacent dirty
+    /// pages is a round of ext4_do_writepages with a handle of its own, and
+    /// each handle reserves credits for its io_end's conversion. One
+    /// ->writepages call over thousands of one-page runs stops at half a
+    /// transaction reserved and waits for conversions (`j_wait_reserved`);
+    /// the running transaction is then not "full" of reservations, and the
+    /// conversions' inode block is logged once per transaction instead of
+    /// forcing a commit each.
+    #[test]
+    fn each_round_reserves_and_writeback_waits_at_half_a_transaction() {
+        use crate::fs::fs_writeback::PassStep;
+        use crate::scenario::Scenario;
+        // an 8 GiB filesystem: a 64 MiB journal, 4096-block transactions;
+        // no wbt, so that tags do not stop the flusher first
+        let toml = "[devices.loop0]\ntype = \"throttled\"\nwrite_bps = \"50MiB/s\"\nsize = \"8G\"\nqueue.wbt_lat_usec = 0\n[filesystems.f]\ndevice = \"loop0\"\n[jobs.dd]\nbs = \"1M\"\n";
+        let sc = Scenario::load_str(toml, "t.toml", "t", &[]).unwrap();
+        let mut k = Kernel::new(sc, crate::trace::Tracer::disabled());
+        let a = k.create_inode(0);
+        k.fs_layout_file(a, 100_000);
+        for i in 0..10_000 {
+            k.filemap_dirty_range(0, a, 2 * i, 1);
+        }
+        let sb = k.inodes[a].sb as usize;
+        let (rsv, max_txn) = {
+            let m = k.sbs[sb].ext4().meta.as_deref().unwrap();
+            (m.rsv_blocks, m.journal.max_txn())
+        };
+        let r0 = k.sbs[sb].ext4().meta.as_deref().unwrap().journal.reserved;
+        assert!(k.fs_writepages_trans_start(0, a));
+        let mut wp = k.writepages_start(0, a, i64::MAX, Vec::new());
+        let step = loop {
+            let mut burst = 0;
+            match k.do_writepages(0, &mut wp, &mut burst, 0) {
+                PassStep::Cpu(_) => continue,
+                step => break step,
+            }
+        };
+        assert_eq!(step, PassStep::WaitTag, "the flusher waits");
+        let j = &k.sbs[sb].ext4().meta.as_deref().unwrap().journal;
+        assert!(j.rsv_waiters.contains(&0), "for reserved credits");
+        assert!(j.reserved <= max_txn / 2, "{} reserved", j.reserved);
+        let io_ends = k.sbs[sb].ext4().io_ends.iter().flatten().count() as u64;
+        assert_eq!(j.reserved - r0, io_ends * rsv, "one handle per round");
+        assert_eq!(io_ends, (max_txn / 2 - r0) / rsv);
+        assert!(!j.full(), "reservations alone do not fill the transaction");
+        assert_eq!(k.inodes[a].nr_writeback, io_ends, "one page a round");
     }
 }

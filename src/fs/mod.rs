@@ -282,6 +282,25 @@ impl Kernel {
         inode.bdev || self.fs_trans_start(inode.sb as usize, pid, true)
     }
 
+    /// Whether ->writepages of `ino` starts a transaction for every round
+    /// after the first (ext4's handle per extent with its reserved credits;
+    /// XFS reserves per inode, the block device's inode has none).
+    pub fn fs_writepages_handle_per_round(&self, ino: InodeId) -> bool {
+        let inode = &self.inodes[ino];
+        match self.sbs[inode.sb as usize].fs {
+            FsType::Ext4(_) if !inode.bdev => self.ext4_handle_per_round(ino),
+            _ => false,
+        }
+    }
+
+    /// ->writepages of `ino` started a round's transaction and the round
+    /// found nothing to write: the transaction ends unused.
+    pub fn fs_writepages_handle_stop(&mut self, ino: InodeId) {
+        if self.fs_writepages_handle_per_round(ino) {
+            self.ext4_writepages_handle_stop(ino);
+        }
+    }
+
     /// The most pages one round of ->writepages of `ino` takes (the block
     /// device's inode: as its filesystem's).
     pub fn fs_writepages_max_pages(&self, ino: InodeId) -> u64 {

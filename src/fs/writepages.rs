@@ -44,6 +44,11 @@ pub struct Writepages {
     cycled: bool,
     /// Rounds taken (first page, pages) and not yet submitted.
     runs: Vec<(u64, u64)>,
+    /// The filesystem starts a transaction per round (ext4), and whether
+    /// one is started for the next round: the caller starts the first
+    /// (`fs_writepages_trans_start`), each later round its own.
+    per_round: bool,
+    handle: bool,
 }
 
 impl Writepages {
@@ -69,7 +74,10 @@ impl Kernel {
     ) -> Writepages {
         let idx = self.inodes[ino].writeback_index;
         let plug = self.blk_start_plug(pid);
+        let per_round = self.fs_writepages_handle_per_round(ino);
         Writepages {
+            per_round,
+            handle: per_round,
             ino,
             plug,
             chunk,
@@ -101,6 +109,18 @@ impl Kernel {
             return PassStep::WaitTag;
         }
         while wp.nr_to_write > 0 {
+            // ext4_do_writepages: each round (extent) starts its handle
+            // with reserved credits first; a wait for them lets the rounds
+            // already taken go (their CPU time, then their bios)
+            if wp.per_round && !wp.handle {
+                if !self.fs_writepages_trans_start(pid, wp.ino) {
+                    if *burst > 0 {
+                        return PassStep::Cpu(*burst);
+                    }
+                    return PassStep::WaitTag;
+                }
+                wp.handle = true;
+            }
             let next = self.writeback_next_run(
                 wp.ino,
                 wp.cursor,
@@ -110,6 +130,7 @@ impl Kernel {
             );
             match next {
                 Some((start, n)) => {
+                    wp.handle = false;
                     wp.cursor = start + n;
                     wp.nr_to_write -= n as i64;
                     self.start_writeback_range(wp.ino, n);
@@ -131,6 +152,10 @@ impl Kernel {
         if self.writepages_submit(pid, wp, opf) {
             self.tasks[pid].owed_sys += *burst;
             return PassStep::WaitTag;
+        }
+        if wp.per_round && wp.handle {
+            wp.handle = false;
+            self.fs_writepages_handle_stop(wp.ino);
         }
         self.blk_finish_plug(pid, wp.plug);
         self.inodes[wp.ino].writeback_index = wp.cursor;
