@@ -109,17 +109,27 @@ impl Kernel {
             return PassStep::WaitTag;
         }
         while wp.nr_to_write > 0 {
-            // ext4_do_writepages: each round (extent) starts its handle
-            // with reserved credits first; a wait for them lets the rounds
-            // already taken go (their CPU time, then their bios)
+            // ext4_do_writepages: each round with an extent to map
+            // (delalloc or unwritten blocks) starts its handle with
+            // reserved credits first; a wait for them lets the rounds
+            // already taken go (their CPU time, then their bios). Pages
+            // with written blocks need none (its first pass, `do_map` 0).
             if wp.per_round && !wp.handle {
-                if !self.fs_writepages_trans_start(pid, wp.ino) {
+                let peek = self.writeback_peek_run(
+                    wp.ino,
+                    wp.cursor,
+                    wp.nr_to_write as u64,
+                    wp.cycled,
+                    wp.start_index,
+                );
+                let needs = peek.is_some_and(|(s, n)| self.fs_writepages_round_maps(wp.ino, s, n));
+                if needs && !self.fs_writepages_trans_start(pid, wp.ino) {
                     if *burst > 0 {
                         return PassStep::Cpu(*burst);
                     }
                     return PassStep::WaitTag;
                 }
-                wp.handle = true;
+                wp.handle = needs;
             }
             let next = self.writeback_next_run(
                 wp.ino,
@@ -130,7 +140,9 @@ impl Kernel {
             );
             match next {
                 Some((start, n)) => {
-                    wp.handle = false;
+                    if wp.per_round && self.fs_writepages_round_maps(wp.ino, start, n) {
+                        wp.handle = false;
+                    }
                     wp.cursor = start + n;
                     wp.nr_to_write -= n as i64;
                     self.start_writeback_range(wp.ino, n);
@@ -184,8 +196,21 @@ impl Kernel {
         cycled: bool,
         start_index: u64,
     ) -> Option<(u64, u64)> {
+        let (first, n) = self.writeback_peek_run(ino, cursor, max, cycled, start_index)?;
+        self.inodes[ino].dirty.take_from(first, n)
+    }
+
+    /// The run `writeback_next_run` would take, left dirty.
+    pub fn writeback_peek_run(
+        &self,
+        ino: InodeId,
+        cursor: u64,
+        max: u64,
+        cycled: bool,
+        start_index: u64,
+    ) -> Option<(u64, u64)> {
         let round = self.fs_writepages_max_pages(ino);
-        let inode = &mut self.inodes[ino];
+        let inode = &self.inodes[ino];
         let first = inode.dirty.next_at_or_after(cursor)?;
         if cycled && start_index != 0 && first >= start_index {
             return None;
@@ -194,7 +219,8 @@ impl Kernel {
         if cycled && start_index != 0 {
             lim = lim.min(start_index - first);
         }
-        inode.dirty.take_from(first, lim)
+        let end = inode.dirty.run_end(first)?.min(first + lim);
+        Some((first, end - first))
     }
 
     /// Sectors per bio segment for `ino`'s data: a page-cache folio, at
