@@ -13,12 +13,14 @@
 //! - converting the unwritten extent after the IO (dioread_nolock, the 6.x
 //!   default): the inode table block once more.
 //!
-//! Each io_end (a round of ext4_writepages, one or more bios) holds reserved
-//! credits (`rsv_blocks`: 18 with 6.18's 2 MiB folios, 30 on a 16 GiB
-//! filesystem with 4 KiB folios) until its conversion; at most half a
-//! transaction may be reserved, so with a 128 MiB journal ext4 keeps about
-//! 4096 / 18 = 227 small-file rounds in flight and the flusher waits for
-//! more (`j_wait_reserved`).
+//! Each round of ext4_writepages (one extent to map: a small file, or a
+//! run of adjacent dirty pages of a file written at random) starts a
+//! handle that reserves credits (`rsv_blocks`: 18 with 6.18's 2 MiB
+//! folios, 30 on a 16 GiB filesystem with 4 KiB folios), and the round's
+//! io_end (one or more bios) holds them until its conversion; at most half
+//! a transaction may be reserved, so with a 128 MiB journal ext4 keeps
+//! about 4096 / 18 = 227 rounds in flight and the flusher waits for more
+//! (`j_wait_reserved`).
 //!
 //! On the host rig (ext4, 4 fs_mark threads, 50 MiB/s) the kernel wrote the
 //! journal in 512 KiB WSM requests from jbd2 and the inode table in 512 KiB
@@ -289,17 +291,42 @@ impl Kernel {
         self.jbd2_handle_start(sb, pid, rsv)
     }
 
-    /// Reserve credits for one io_end of `ino` (a round of writepages):
-    /// returns what the io_end holds until its last bio completes and the
-    /// conversion gives them back.
-    pub fn ext4_reserve_io(&mut self, ino: InodeId) -> u32 {
+    /// The credits the handle of a round of writepages of `ino` reserved
+    /// (`ext4_journal_start` with `rsv_blocks`, before the round): the
+    /// round's io_end takes its reserved handle (`ext4_set_io_unwritten_flag`
+    /// hands `h_rsv_handle` to the io_end) and holds them until its last
+    /// bio completes and the conversion gives them back. 0 when writeback
+    /// reserves nothing.
+    pub fn ext4_io_end_rsv(&self, ino: InodeId) -> u32 {
         let sb = self.inodes[ino].sb as usize;
-        let Some(m) = self.sbs[sb].ext4_mut().meta.as_mut() else {
-            return 0;
-        };
-        let rsv = m.rsv_blocks;
-        self.jbd2_reserve_credits(sb, rsv);
-        rsv as u32
+        self.sbs[sb]
+            .ext4()
+            .meta
+            .as_ref()
+            .map_or(0, |m| m.rsv_blocks as u32)
+    }
+
+    /// Writeback of `ino` starts a handle for each round of ->writepages
+    /// (`ext4_do_writepages`: `ext4_journal_start_with_reserve` per extent
+    /// to map), each with its reserved credits: with the metadata model and
+    /// dioread_nolock.
+    pub fn ext4_handle_per_round(&self, ino: InodeId) -> bool {
+        let sb = self.inodes[ino].sb as usize;
+        self.sbs[sb]
+            .ext4()
+            .meta
+            .as_ref()
+            .is_some_and(|m| m.rsv_blocks > 0)
+    }
+
+    /// `ext4_journal_stop` on a writeback handle whose round wrote nothing:
+    /// its reserved handle is freed (`jbd2_journal_free_reserved`).
+    pub fn ext4_writepages_handle_stop(&mut self, ino: InodeId) {
+        let sb = self.inodes[ino].sb as usize;
+        let rsv = self.ext4_io_end_rsv(ino);
+        if rsv > 0 {
+            self.jbd2_free_reserved(sb, u64::from(rsv));
+        }
     }
 
     /// `ext4_end_io_rsv_work` → `ext4_convert_unwritten_io_end_vec`: after

@@ -93,6 +93,7 @@ pub struct WbPass {
     spare: Vec<(u64, u64)>,
 }
 
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PassStep {
     /// Build and submit bios: this much system CPU time.
     Cpu(Ns),

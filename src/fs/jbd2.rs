@@ -6,8 +6,8 @@
 //!
 //! A handle adds the blocks it dirties to the running transaction (each
 //! block once per transaction). Reserved credits (`j_reserved_credits`) are
-//! held by writeback's io_ends from their round's submission to the
-//! conversion after its IO; at most half a transaction may be reserved, and
+//! held by writeback's rounds from their handle's start, then by their
+//! io_ends until the conversion after its IO; at most half a transaction may be reserved, and
 //! a handle that would pass that waits (`j_wait_reserved`). The transaction
 //! commits `commit` seconds after its first block (`j_commit_interval`,
 //! 5 s) or when its logged blocks plus the reserved credits reach a quarter
@@ -178,11 +178,16 @@ impl Kernel {
     /// (`wait_transaction_locked`). Returns false if `pid` must sleep; the
     /// end of the commit wakes it.
     ///
-    /// A writeback handle also asks for `rsv` reserved credits for the
-    /// conversion after its IO (taken per io_end by
-    /// `jbd2_reserve_credits`); with half a transaction reserved it waits
-    /// for conversions to return some (`j_wait_reserved`). This is what
-    /// paces ext4 small-file writeback on the rig.
+    /// A writeback handle also reserves `rsv` credits for the conversion
+    /// after its IO (`jbd2__journal_start` with `rsv_blocks`: the reserved
+    /// handle's credits join `j_reserved_credits` in
+    /// `add_transaction_credits` as the handle starts); with half a
+    /// transaction reserved it waits for conversions to return some
+    /// (`j_wait_reserved`). ext4 starts such a handle for every round of
+    /// ->writepages (every extent it maps, `ext4_do_writepages`), and its
+    /// io_end keeps the reservation. This is what paces ext4 small-file
+    /// writeback on the rig, and random writes into a file's unwritten
+    /// extents (a round per run of adjacent dirty pages).
     pub fn jbd2_handle_start(&mut self, sb: usize, pid: Pid, rsv: u64) -> bool {
         let j = self.sbs[sb].ext4_mut().journal();
         if rsv > 0 && j.reserved + rsv > j.max_txn() / 2 {
@@ -201,13 +206,20 @@ impl Kernel {
                 return false;
             }
         }
+        self.sbs[sb].ext4_mut().journal().reserved += rsv;
         true
     }
 
-    /// Reserve `rsv` credits (`jbd2_journal_start` with `rsv_blocks`: the
-    /// reserved handle's credits join `j_reserved_credits`).
-    pub fn jbd2_reserve_credits(&mut self, sb: usize, rsv: u64) {
-        self.sbs[sb].ext4_mut().journal().reserved += rsv;
+    /// `jbd2_journal_free_reserved`: a reserved handle that will not be
+    /// used (its round found nothing to write) gives its `rsv` credits
+    /// back, and the tasks waiting for reserved credits wake
+    /// (`sub_reserved_credits`).
+    pub fn jbd2_free_reserved(&mut self, sb: usize, rsv: u64) {
+        let j = self.sbs[sb].ext4_mut().journal();
+        j.reserved -= rsv;
+        for p in std::mem::take(&mut j.rsv_waiters) {
+            self.wake_up_process(p);
+        }
     }
 
     /// A reserved handle of `rsv` credits is used

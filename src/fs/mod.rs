@@ -282,6 +282,49 @@ impl Kernel {
         inode.bdev || self.fs_trans_start(inode.sb as usize, pid, true)
     }
 
+    /// Whether ->writepages of `ino` starts a transaction for every round
+    /// after the first (ext4's handle per extent with its reserved credits;
+    /// XFS reserves per inode, the block device's inode has none).
+    pub fn fs_writepages_handle_per_round(&self, ino: InodeId) -> bool {
+        let inode = &self.inodes[ino];
+        match self.sbs[inode.sb as usize].fs {
+            FsType::Ext4(_) if !inode.bdev => self.ext4_handle_per_round(ino),
+            _ => false,
+        }
+    }
+
+    /// A round of ->writepages over `[start, start + n)` of `ino` maps
+    /// blocks in a transaction: ext4's rounds with delalloc or unwritten
+    /// blocks (written blocks are written without a handle).
+    pub fn fs_writepages_round_maps(&self, ino: InodeId, start: u64, n: u64) -> bool {
+        self.fs_writepages_handle_per_round(ino) && self.ext4_round_needs_map(ino, start, n)
+    }
+
+    /// fallocate(2) of `pages` pages of `ino` (mode 0, a new file): blocks
+    /// as `fs_layout_file` lays them out; ext4's are unwritten extents,
+    /// which writeback converts after the IO.
+    pub fn fs_fallocate(&mut self, ino: InodeId, pages: u64) {
+        let have = self.inodes[ino]
+            .extents
+            .as_slice()
+            .iter()
+            .map(|&(p, n, _)| p + n)
+            .max()
+            .unwrap_or(0);
+        self.fs_layout_file(ino, pages);
+        if pages > have && matches!(self.sbs[self.inodes[ino].sb as usize].fs, FsType::Ext4(_)) {
+            self.ext4_mark_unwritten(ino, have, pages);
+        }
+    }
+
+    /// ->writepages of `ino` started a round's transaction and the round
+    /// found nothing to write: the transaction ends unused.
+    pub fn fs_writepages_handle_stop(&mut self, ino: InodeId) {
+        if self.fs_writepages_handle_per_round(ino) {
+            self.ext4_writepages_handle_stop(ino);
+        }
+    }
+
     /// The most pages one round of ->writepages of `ino` takes (the block
     /// device's inode: as its filesystem's).
     pub fn fs_writepages_max_pages(&self, ino: InodeId) -> u64 {

@@ -44,6 +44,11 @@ pub struct Writepages {
     cycled: bool,
     /// Rounds taken (first page, pages) and not yet submitted.
     runs: Vec<(u64, u64)>,
+    /// The filesystem starts a transaction per round (ext4), and whether
+    /// one is started for the next round: the caller starts the first
+    /// (`fs_writepages_trans_start`), each later round its own.
+    per_round: bool,
+    handle: bool,
 }
 
 impl Writepages {
@@ -69,7 +74,10 @@ impl Kernel {
     ) -> Writepages {
         let idx = self.inodes[ino].writeback_index;
         let plug = self.blk_start_plug(pid);
+        let per_round = self.fs_writepages_handle_per_round(ino);
         Writepages {
+            per_round,
+            handle: per_round,
             ino,
             plug,
             chunk,
@@ -101,6 +109,28 @@ impl Kernel {
             return PassStep::WaitTag;
         }
         while wp.nr_to_write > 0 {
+            // ext4_do_writepages: each round with an extent to map
+            // (delalloc or unwritten blocks) starts its handle with
+            // reserved credits first; a wait for them lets the rounds
+            // already taken go (their CPU time, then their bios). Pages
+            // with written blocks need none (its first pass, `do_map` 0).
+            if wp.per_round && !wp.handle {
+                let peek = self.writeback_peek_run(
+                    wp.ino,
+                    wp.cursor,
+                    wp.nr_to_write as u64,
+                    wp.cycled,
+                    wp.start_index,
+                );
+                let needs = peek.is_some_and(|(s, n)| self.fs_writepages_round_maps(wp.ino, s, n));
+                if needs && !self.fs_writepages_trans_start(pid, wp.ino) {
+                    if *burst > 0 {
+                        return PassStep::Cpu(*burst);
+                    }
+                    return PassStep::WaitTag;
+                }
+                wp.handle = needs;
+            }
             let next = self.writeback_next_run(
                 wp.ino,
                 wp.cursor,
@@ -110,6 +140,9 @@ impl Kernel {
             );
             match next {
                 Some((start, n)) => {
+                    if wp.per_round && self.fs_writepages_round_maps(wp.ino, start, n) {
+                        wp.handle = false;
+                    }
                     wp.cursor = start + n;
                     wp.nr_to_write -= n as i64;
                     self.start_writeback_range(wp.ino, n);
@@ -131,6 +164,10 @@ impl Kernel {
         if self.writepages_submit(pid, wp, opf) {
             self.tasks[pid].owed_sys += *burst;
             return PassStep::WaitTag;
+        }
+        if wp.per_round && wp.handle {
+            wp.handle = false;
+            self.fs_writepages_handle_stop(wp.ino);
         }
         self.blk_finish_plug(pid, wp.plug);
         self.inodes[wp.ino].writeback_index = wp.cursor;
@@ -159,8 +196,21 @@ impl Kernel {
         cycled: bool,
         start_index: u64,
     ) -> Option<(u64, u64)> {
+        let (first, n) = self.writeback_peek_run(ino, cursor, max, cycled, start_index)?;
+        self.inodes[ino].dirty.take_from(first, n)
+    }
+
+    /// The run `writeback_next_run` would take, left dirty.
+    pub fn writeback_peek_run(
+        &self,
+        ino: InodeId,
+        cursor: u64,
+        max: u64,
+        cycled: bool,
+        start_index: u64,
+    ) -> Option<(u64, u64)> {
         let round = self.fs_writepages_max_pages(ino);
-        let inode = &mut self.inodes[ino];
+        let inode = &self.inodes[ino];
         let first = inode.dirty.next_at_or_after(cursor)?;
         if cycled && start_index != 0 && first >= start_index {
             return None;
@@ -169,7 +219,8 @@ impl Kernel {
         if cycled && start_index != 0 {
             lim = lim.min(start_index - first);
         }
-        inode.dirty.take_from(first, lim)
+        let end = inode.dirty.run_end(first)?.min(first + lim);
+        Some((first, end - first))
     }
 
     /// Sectors per bio segment for `ino`'s data: a page-cache folio, at

@@ -635,7 +635,11 @@ impl Kernel {
                 let pages = file.size.div_ceil(ps);
                 let bdev = self.inodes[ino].bdev;
                 if needs_blocks && !bdev && self.inodes[ino].extents.is_empty() {
-                    self.fs_layout_file(ino, pages);
+                    if f.rw.reads() {
+                        self.fs_layout_file(ino, pages);
+                    } else {
+                        self.fs_fallocate(ino, pages);
+                    }
                     if !f.invalidate && f.rw.reads() {
                         self.fio_cache_laid_out(ino, pages);
                     }
