@@ -1443,6 +1443,11 @@ impl Kernel {
         }
         let cost = self.sc.machine.cost.clone();
         let user = cost.fio_io;
+        // fio stamps an IO's issue time after its own work on it (io_u
+        // setup, offsets) and just before the ioengine's queue call, so
+        // that work is in no latency: the burst below runs it first
+        let mut io = io;
+        io.issue += user;
         let ps = self.page_size();
         let j = &t.job;
         if j.ioengine == IoEngine::Null {
@@ -1475,11 +1480,21 @@ impl Kernel {
                     });
                 let host = self.page_alloc_host_cost(new);
                 let kib = io.bytes.div_ceil(1024);
+                // balance_dirty_pages itself runs only when this write's
+                // pages reach the task's check (nr_dirtied_pause), as for
+                // dd's batches; balance_dirty_pages_ratelimited's check on
+                // the other writes costs next to nothing
+                let wb = self.inodes[ino].wb;
+                let bdp = if self.throttle_pages_until_check(pid, wb) <= p1 - p0 {
+                    cost.bdp_call
+                } else {
+                    0
+                };
                 let sys = cost.syscall
                     + kib * cost.copy_per_kib
                     + new * cost.page_cache_insert
                     + host
-                    + cost.bdp_call;
+                    + bdp;
                 self.tasks[pid].wchar += io.bytes;
                 t.stage = Stage::BufWrite { io, p: p0, end: p1 };
                 Some(Action::Cpu { user, sys })
