@@ -22,7 +22,7 @@ pub struct Launcher {
 }
 
 /// A job's task, not yet started: its first wakeup.
-fn start_at(k: &mut Kernel, pid: Pid, at: crate::sim::Ns) {
+pub(crate) fn start_at(k: &mut Kernel, pid: Pid, at: crate::sim::Ns) {
     k.tasks[pid].gen += 1;
     let gen = k.tasks[pid].gen;
     k.q.schedule(

@@ -823,15 +823,7 @@ impl Kernel {
                 if !at_init {
                     self.start_task(pid);
                 } else {
-                    self.tasks[pid].gen += 1;
-                    let gen = self.tasks[pid].gen;
-                    self.q.schedule(
-                        at,
-                        crate::kernel::Ev::Wake {
-                            pid: pid as u32,
-                            gen,
-                        },
-                    );
+                    crate::workload::start_at(self, pid, at);
                 }
             }
         }
