@@ -230,25 +230,26 @@ impl Kernel {
             if must_wait {
                 // the submitter already sleeps: later pieces queue behind
                 self.reqs[rq].as_mut().expect("rq").waiter = submitter;
-                if self.devs[dev].wbt.enabled() && !read {
+                if self.devs[dev].wbt.enabled() && crate::block::blk_wbt::wbt_should_throttle(opf) {
                     self.devs[dev].wbt.waiters.push_back(rq);
                 } else {
                     self.devs[dev].tag_waiters.push_back(rq);
                 }
                 continue;
             }
+            let throttled = crate::block::blk_wbt::wbt_should_throttle(opf);
             if read {
                 // wbt_should_throttle is false for reads: no token, only
                 // the issue time (close_io)
                 self.wbt_read_seen(dev);
-            } else if !self.wbt_wait(dev, opf) {
+            } else if throttled && !self.wbt_wait(dev, opf) {
                 must_wait = true;
                 self.reqs[rq].as_mut().expect("rq").waiter = submitter;
                 self.devs[dev].wbt.waiters.push_back(rq);
                 continue;
             }
             let r = self.reqs[rq].as_mut().expect("rq");
-            r.wbt_tracked = self.devs[dev].wbt.enabled() && !read;
+            r.wbt_tracked = self.devs[dev].wbt.enabled() && throttled;
             must_wait |= !self.blk_mq_get_tag(dev, rq, submitter, TagFrom::Submit);
         }
         must_wait

@@ -53,6 +53,15 @@ pub const REQ_NOMERGE: u8 = 8;
 /// A read (`REQ_OP_READ`; the kernel keeps the op apart from the flags,
 /// wbsim marks it with a bit so that every write bio stays as it was).
 pub const REQ_READ: u8 = 16;
+/// `REQ_IDLE`: with REQ_SYNC on a write, an O_DIRECT write
+/// (iomap's `iomap_dio_bio_opflags`), which wbt does not throttle.
+pub const REQ_IDLE: u8 = 32;
+
+/// `wbt_should_throttle`: writes and discards, except O_DIRECT writes
+/// (REQ_SYNC | REQ_IDLE); never reads.
+pub fn wbt_should_throttle(opf: u8) -> bool {
+    opf & REQ_READ == 0 && opf & (REQ_SYNC | REQ_IDLE) != (REQ_SYNC | REQ_IDLE)
+}
 
 /// `wb_timer_fn`'s window outcomes (`LAT_*`; the trace prints the number).
 pub const LAT_UNKNOWN: u32 = 2;
@@ -413,6 +422,21 @@ impl Kernel {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn wbt_throttles_buffered_writes_not_reads_or_direct_writes() {
+        use super::{wbt_should_throttle, REQ_BACKGROUND, REQ_IDLE, REQ_META, REQ_READ, REQ_SYNC};
+        assert!(wbt_should_throttle(0));
+        assert!(wbt_should_throttle(REQ_BACKGROUND));
+        // a sync writeback (or fsync) write is throttled at a higher limit
+        assert!(wbt_should_throttle(REQ_SYNC));
+        assert!(wbt_should_throttle(REQ_SYNC | REQ_META));
+        assert!(!wbt_should_throttle(REQ_READ));
+        assert!(!wbt_should_throttle(REQ_READ | REQ_SYNC));
+        // O_DIRECT: REQ_SYNC | REQ_IDLE
+        assert!(!wbt_should_throttle(REQ_SYNC | REQ_IDLE));
+        assert!(wbt_should_throttle(REQ_IDLE));
+    }
+
     use super::*;
 
     #[test]

@@ -3,8 +3,8 @@
 //!
 //! The file's blocks are mapped through its extents (a laid-out or
 //! preallocated file: `fs_layout_file`); a raw block device maps byte
-//! offsets to sectors directly. A write is REQ_SYNC (the kernel's
-//! REQ_SYNC | REQ_IDLE). Not modelled: the page-cache writeback and
+//! offsets to sectors directly. A write is REQ_SYNC | REQ_IDLE, as
+//! iomap's is, so wbt lets it pass. Not modelled: the page-cache writeback and
 //! invalidation of the range a direct write covers.
 
 use crate::block::{Bio, BioOwner};
@@ -31,10 +31,10 @@ impl Kernel {
         read: bool,
         tag: u32,
     ) -> (u32, bool) {
-        use crate::block::blk_wbt::{REQ_READ, REQ_SYNC};
+        use crate::block::blk_wbt::{REQ_IDLE, REQ_READ, REQ_SYNC};
         let ps = self.page_size();
         let spp = ps / 512;
-        let opf = if read { REQ_READ } else { REQ_SYNC };
+        let opf = if read { REQ_READ } else { REQ_SYNC | REQ_IDLE };
         let mut runs: Vec<(u64, u64)> = Vec::new(); // (sector, sectors)
         let (mut pos, end) = (off, off + len);
         while pos < end {
