@@ -155,6 +155,11 @@ impl Kernel {
         }
         let io = e.io_ends[id].take().expect("io_end");
         e.free_io_ends.push(id);
+        // the extent-tree leaf the conversion splits, before it does
+        let leaf = e
+            .unwritten
+            .get(&io.ino)
+            .and_then(|u| ext4_ext_leaf(u, io.range.0, io.range.1));
         if let Some(u) = e.unwritten.get_mut(&io.ino) {
             u.remove(io.range.0, io.range.0 + io.range.1);
             if u.is_empty() {
@@ -162,9 +167,28 @@ impl Kernel {
             }
         }
         self.ext4_end_io_rsv_work(io.ino, u64::from(io.rsv));
+        if let Some(l) = leaf {
+            self.ext4_ext_log_leaf(io.ino, l);
+        }
         if io.pages > 0 {
             self.end_writeback_range(io.ino, io.pages);
         }
+    }
+
+    /// The conversion's handle logs extent-tree leaf `leaf` of `ino`
+    /// (`ext4_ext_dirty` on the leaf's buffer): once per transaction,
+    /// however many conversions split extents in it. Its block is taken
+    /// just before the file's first data block, where ext4's allocator puts
+    /// an inode's tree blocks next to its data (the goal of
+    /// `ext4_ext_new_meta_block` is the inode's own blocks).
+    fn ext4_ext_log_leaf(&mut self, ino: InodeId, leaf: u64) {
+        let spp = self.page_size() / 512;
+        let Some((sector, _)) = self.inodes[ino].extent_lookup(0, 1, spp) else {
+            return;
+        };
+        let sb = self.inodes[ino].sb as usize;
+        let block = (sector / spp).saturating_sub(1 + leaf);
+        self.jbd2_journal_dirty_metadata(sb, block);
     }
 
     /// `ext4_fallocate` (mode 0): pages `[s, e)` of `ino` have blocks in
@@ -309,10 +333,59 @@ fn ext4_normalize_window(span: u64, p: u64, ps: u64) -> (u64, u64) {
     (start, w)
 }
 
+/// Extents a 4 KiB extent-tree leaf holds: (4096 - 12-byte header) / 12
+/// (`ext4_ext_space_block`); the inode itself holds 4 (`ext4_ext_space_root`).
+const EXTENTS_PER_LEAF: u64 = 340;
+const EXTENTS_IN_INODE: u64 = 4;
+
+/// The extent-tree leaf that converting pages `[s, s + n)` out of the
+/// unwritten extents `u` dirties (`ext4_ext_convert_to_initialized` splits
+/// the extent there), or None when nothing there is unwritten or the tree
+/// still fits in the inode (whose block the conversion logs anyway).
+/// Converted ranges between unwritten ones are one written extent each
+/// (`ext4_ext_try_to_merge` joins neighbours), so the file has about two
+/// extents per unwritten run, in logical order: the leaf is the extent's
+/// rank over 340.
+fn ext4_ext_leaf(u: &crate::mm::filemap::RangeSet, s: u64, n: u64) -> Option<u64> {
+    if u.overlap(s, s + n) == 0 {
+        return None;
+    }
+    let runs = u.ranges();
+    // 2 extents a run and one more: within the inode's 4
+    if (2 * runs.len() as u64) < EXTENTS_IN_INODE {
+        return None;
+    }
+    let before = runs.partition_point(|&(a, _)| a < s) as u64;
+    Some(2 * before / EXTENTS_PER_LEAF)
+}
+
 #[cfg(test)]
 mod tests {
     use crate::kernel::Kernel;
     use crate::scenario::Scenario;
+
+    #[test]
+    fn a_conversion_dirties_the_leaf_of_its_extents_rank() {
+        use super::ext4_ext_leaf;
+        use crate::mm::filemap::RangeSet;
+        // one unwritten extent over the file (fallocate): converting its
+        // middle makes 3 extents, which the inode still holds
+        let mut u = RangeSet::default();
+        u.insert(0, 1000);
+        assert_eq!(ext4_ext_leaf(&u, 500, 1), None);
+        // 400 unwritten runs (every other page of 800): ~800 extents, three
+        // leaves; the run at page 2k has 2k extents before it
+        let mut u = RangeSet::default();
+        for i in 0..400 {
+            u.insert(2 * i, 2 * i + 1);
+        }
+        assert_eq!(ext4_ext_leaf(&u, 0, 1), Some(0));
+        assert_eq!(ext4_ext_leaf(&u, 2 * 169, 1), Some(0)); // rank 338
+        assert_eq!(ext4_ext_leaf(&u, 2 * 170, 1), Some(1)); // rank 340
+        assert_eq!(ext4_ext_leaf(&u, 2 * 399, 1), Some(2)); // rank 798
+                                                            // a written page: nothing to convert, no leaf
+        assert_eq!(ext4_ext_leaf(&u, 1, 1), None);
+    }
 
     fn machine() -> Kernel {
         let toml = "[devices.loop0]\ntype = \"throttled\"\nwrite_bps = \"50MiB/s\"\n[filesystems.f]\ndevice = \"loop0\"\n[jobs.dd]\nbs = \"1M\"\n";
