@@ -302,6 +302,18 @@ impl FioJob {
     }
 }
 
+impl FioJob {
+    /// The value an option was last given (fio applies options in order,
+    /// so the last wins), as written; None if the job never set it.
+    pub fn option(&self, name: &str) -> Option<&str> {
+        self.options
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
 /// A parse error in fio's manner: where, and what fio would say.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FioError {

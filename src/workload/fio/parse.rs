@@ -515,13 +515,7 @@ pub fn select_sections(jobs: Vec<FioJob>, names: &[String]) -> Result<Vec<FioJob
 /// Why the engine cannot simulate this job, as ONE line naming the option,
 /// or None.
 pub fn unsupported_reason(job: &FioJob) -> Option<String> {
-    let value_of = |name: &str| {
-        job.options
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.clone())
-    };
+    let value_of = |name: &str| job.option(name).map(str::to_string);
     if let Some((name, origin)) = job.unsupported.first() {
         let v = value_of(name).unwrap_or_default();
         return Some(match name.as_str() {
