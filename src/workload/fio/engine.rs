@@ -520,14 +520,10 @@ pub fn check_job(
     f: &FioJob,
 ) -> Result<(), String> {
     {
-        if let Some((name, at)) = f.unsupported.first() {
-            return Err(job_error(
-                f,
-                format!("option `{name}` ({at}) is not modelled"),
-            ));
-        }
-        if matches!(f.rw, Rw::Trim | Rw::RandTrim | Rw::TrimWrite) {
-            return Err(job_error(f, "trim is not modelled (no discard model)"));
+        // fio's options the engine does not model, and trims: the parser's
+        // one-line reason
+        if let Some(why) = super::parse::unsupported_reason(f) {
+            return Err(job_error(f, why));
         }
         for b in f.bs {
             if b.min == 0 || b.min > b.max || b.min % 512 != 0 {
@@ -547,9 +543,14 @@ pub fn check_job(
             for n in name.split(':') {
                 if let Some(dev) = n.strip_prefix("/dev/") {
                     let Some(d) = devices.iter().position(|x| x.name == dev) else {
+                        let known: Vec<String> =
+                            devices.iter().map(|x| format!("/dev/{}", x.name)).collect();
                         return Err(job_error(
                             f,
-                            format!("filename `{n}`: the scenario has no device `{dev}`"),
+                            format!(
+                                "filename={n}: the scenario has no device `{dev}`; expected one of {}",
+                                known.join(", ")
+                            ),
                         ));
                     };
                     if !f.direct && !filesystems.iter().any(|s| s.device == d) {
@@ -614,12 +615,7 @@ impl Kernel {
         // `fio --create_only=1 --rw=randwrite --size=64m`. Only
         // `fallocate=none` leaves a write-only job's file to delayed
         // allocation.
-        let fallocate_none = f
-            .options
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "fallocate")
-            .is_some_and(|(_, v)| v == "none" || v == "0");
+        let fallocate_none = matches!(f.option("fallocate"), Some("none" | "0"));
         let needs_blocks = f.rw.reads() || f.direct || !fallocate_none;
         for name in &names {
             let file = match self.fio.files.get(name) {

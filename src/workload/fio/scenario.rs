@@ -49,35 +49,14 @@ fn fio_err(origin: &Origin, e: super::FioError) -> ScenarioError {
     }
 }
 
-/// Check that the engine can simulate every job, and that the devices a
-/// job names exist: the one-line reason otherwise.
+/// Check that the engine can simulate every job (`engine::check_job`):
+/// the one-line reason otherwise.
 pub fn check_jobs(
     jobs: &[FioJob],
     devices: &[Device],
     filesystems: &[Filesystem],
 ) -> Result<(), String> {
     for j in jobs {
-        if let Some(why) = parse::unsupported_reason(j) {
-            return Err(format!("{}: job `{}`: {why}", j.origin, j.name));
-        }
-        if let Some(f) = &j.filename {
-            for name in f.split(':') {
-                if let Some(dev) = name.strip_prefix("/dev/") {
-                    if !devices.iter().any(|d| d.name == dev) {
-                        return Err(format!(
-                            "{}: job `{}`: filename={name} names no device of the scenario; expected one of {}",
-                            j.origin,
-                            j.name,
-                            devices
-                                .iter()
-                                .map(|d| format!("/dev/{}", d.name))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ));
-                    }
-                }
-            }
-        }
         super::engine::check_job(devices, filesystems, j)?;
     }
     Ok(())
