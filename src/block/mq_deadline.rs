@@ -257,17 +257,7 @@ impl Kernel {
         if !sorted || r(head).queued + q.tun.write_expire <= now {
             return q.waiting.pop_front();
         }
-        // the lowest sector at or after next_pos, else the lowest (wrap)
-        let key = |id: ReqId| {
-            let s = r(id).sector;
-            (s < next_pos, s)
-        };
-        let (i, _) = q
-            .waiting
-            .iter()
-            .enumerate()
-            .min_by_key(|&(i, &id)| (key(id), i))
-            .expect("non-empty");
+        let i = sweep_next(&q.waiting, reqs, next_pos, |_| true);
         q.waiting.remove(i)
     }
 
@@ -307,17 +297,29 @@ impl Kernel {
         if r(o).queued + expire <= now {
             return q.waiting.remove(oldest);
         }
-        let key = |id: ReqId| {
-            let s = r(id).sector;
-            (s < next_pos, s)
-        };
-        let (i, _) = q
-            .waiting
-            .iter()
-            .enumerate()
-            .filter(|&(_, &id)| mine(id))
-            .min_by_key(|&(i, &id)| (key(id), i))
-            .expect("non-empty");
+        let i = sweep_next(&q.waiting, reqs, next_pos, mine);
         q.waiting.remove(i)
     }
+}
+
+/// The sweep's next request among the waiting ones that `want`: the lowest
+/// sector at or after `next_pos`, else the lowest (the sweep wraps), the
+/// oldest first among equals. Its index in `waiting`; there must be one.
+fn sweep_next(
+    waiting: &VecDeque<ReqId>,
+    reqs: &[Option<Request>],
+    next_pos: u64,
+    want: impl Fn(ReqId) -> bool,
+) -> usize {
+    let key = |id: ReqId| {
+        let s = reqs[id].as_ref().expect("rq").sector;
+        (s < next_pos, s)
+    };
+    waiting
+        .iter()
+        .enumerate()
+        .filter(|&(_, &id)| want(id))
+        .min_by_key(|&(i, &id)| (key(id), i))
+        .expect("a waiting request the sweep wants")
+        .0
 }
