@@ -225,7 +225,7 @@ fn run(a: &FioArgs, sc: &Scenario) -> i32 {
         return 2;
     }
     let r = if a.live {
-        match crate::cli::live_once(sc, true) {
+        match crate::cli::live_once(sc, true, false).map(|(r, _)| r) {
             Ok(r) => r,
             Err(code) => return code,
         }

@@ -71,6 +71,10 @@ enum Cmd {
         /// Do not print the human summary or progress
         #[arg(long, short)]
         quiet: bool,
+        /// Before the run, measure how much free memory the hypervisor
+        /// still backs and what a page beyond it costs (host.json)
+        #[arg(long)]
+        probe_host: bool,
     },
     /// Run scenarios on the real kernel K times and in wbsim once, and score
     /// wbsim against the kernel (tolerances: [fidelity.tolerance] METRIC = %)
@@ -95,6 +99,13 @@ enum Cmd {
         /// it to the CPU speed the kernel runs measured
         #[arg(long)]
         no_cpu_calibration: bool,
+        /// Before each kernel run, measure how much free memory the
+        /// hypervisor still backs and what a page beyond it costs, and
+        /// simulate that state (machine.host_backed_free and
+        /// machine.cost.host_fault from the runs' median); with
+        /// --kernel-runs, from their kept host.json
+        #[arg(long)]
+        probe_host: bool,
         /// wbsim runs per scenario, seeds run.seed, run.seed+1, ...
         /// (default: as many as kernel runs)
         #[arg(long, value_name = "N")]
@@ -236,12 +247,17 @@ pub fn main() -> i32 {
             }
             0
         }
-        Cmd::Live { s, out, quiet } => {
+        Cmd::Live {
+            s,
+            out,
+            quiet,
+            probe_host,
+        } => {
             let sc = match load(&s) {
                 Ok(sc) => sc,
                 Err(e) => return bad_input(&e),
             };
-            match live_once(&sc, quiet) {
+            match live_once(&sc, quiet, probe_host).map(|(r, _)| r) {
                 Ok(r) => {
                     if let Err(e) = write_outputs(&out, &r) {
                         eprintln!("wbsim: error: cannot write to {}: {e}", out.display());
@@ -268,6 +284,7 @@ pub fn main() -> i32 {
             out,
             kernel_runs,
             no_cpu_calibration,
+            probe_host,
             sim_runs,
         } => fidelity_cmd(
             &scenarios,
@@ -277,6 +294,7 @@ pub fn main() -> i32 {
                 out,
                 kernel_runs,
                 calibrate_cpu: !no_cpu_calibration,
+                probe_host,
                 sim_runs,
             },
         ),
@@ -486,9 +504,40 @@ pub fn bench(sc: &Scenario, repeat: u32, which: &str) {
 }
 
 /// One live run with the machine restored afterwards. Err is the exit code.
-pub fn live_once(sc: &Scenario, quiet: bool) -> Result<crate::output::RunResult, i32> {
+/// Run `sc` on this machine's kernel; with `probe_host`, measure the
+/// hypervisor's backing of free memory first (kept as host.json).
+pub fn live_once(
+    sc: &Scenario,
+    quiet: bool,
+    probe_host: bool,
+) -> Result<
+    (
+        crate::output::RunResult,
+        Option<crate::live::host_probe::HostProbe>,
+    ),
+    i32,
+> {
     use crate::live::{self, LiveError, Restore};
     let stop = live::stop_flag();
+    let mut host = None;
+    if probe_host {
+        if let Err(e) = live::preflight(sc) {
+            eprintln!("wbsim: {e}");
+            return Err(2);
+        }
+        match live::host_probe::probe_machine() {
+            Ok(p) => {
+                if !quiet {
+                    eprintln!("[wbsim live] host: {}", p.describe());
+                }
+                host = Some(p);
+            }
+            Err(e) => {
+                eprintln!("wbsim: cannot probe the host's backing of free memory: {e}");
+                return Err(1);
+            }
+        }
+    }
     // SAFETY: geteuid(2) has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
         for m in live::journal::recover_stale(std::path::Path::new(live::journal::JOURNAL_DIR)) {
@@ -506,7 +555,13 @@ pub fn live_once(sc: &Scenario, quiet: bool) -> Result<crate::output::RunResult,
         eprintln!("wbsim: warning: {l}");
     }
     match r {
-        Ok(r) => Ok(r),
+        Ok(mut r) => {
+            if let Some(h) = &host {
+                let text = serde_json::to_string_pretty(h).unwrap_or_default() + "\n";
+                r.extra_files.push(("host.json".into(), text.into_bytes()));
+            }
+            Ok((r, host))
+        }
         Err(e) => {
             eprintln!("wbsim: {e}");
             Err(match e {
@@ -524,6 +579,7 @@ struct FidelityOpts {
     out: Option<PathBuf>,
     kernel_runs: Option<PathBuf>,
     calibrate_cpu: bool,
+    probe_host: bool,
     sim_runs: Option<u32>,
 }
 
@@ -549,6 +605,60 @@ fn kept_kernel_runs(dir: &std::path::Path, sc: &Scenario) -> Result<Vec<Summary>
             serde_json::from_str(&t).map_err(|e| format!("{}: {e}", f.display()))
         })
         .collect()
+}
+
+/// The host probes kept beside the kernel runs (`kernel-N/host.json`).
+fn kept_host_probes(
+    dir: &std::path::Path,
+    sc: &Scenario,
+) -> Vec<crate::live::host_probe::HostProbe> {
+    let Ok(rd) = std::fs::read_dir(dir.join(&sc.name)) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = rd.flatten().map(|e| e.path().join("host.json")).collect();
+    files.sort();
+    files
+        .iter()
+        .filter_map(|f| serde_json::from_str(&std::fs::read_to_string(f).ok()?).ok())
+        .collect()
+}
+
+/// Simulate the host state the kernel runs started in: the median of
+/// their probes' backed free memory and fault cost. A note saying so, or
+/// None without probes.
+fn host_state(sc: &mut Scenario, hosts: &[crate::live::host_probe::HostProbe]) -> Option<String> {
+    if hosts.is_empty() {
+        return None;
+    }
+    let median = |mut v: Vec<u64>| -> Option<u64> {
+        v.sort_unstable();
+        (!v.is_empty()).then(|| v[v.len() / 2])
+    };
+    // a probe that found all it touched backed counts that much
+    let backed = median(
+        hosts
+            .iter()
+            .map(|h| h.backed_free_bytes.unwrap_or(h.probed_bytes))
+            .collect(),
+    );
+    let fault = median(hosts.iter().filter_map(|h| h.host_fault_ns).collect());
+    if hosts.iter().all(|h| h.backed_free_bytes.is_none()) {
+        sc.machine.host_backed_free = None;
+        return Some(format!(
+            "host: {} probe(s) found all probed free memory backed; simulated without host faults",
+            hosts.len()
+        ));
+    }
+    sc.machine.host_backed_free = backed;
+    if let Some(f) = fault {
+        sc.machine.cost.host_fault = f;
+    }
+    Some(format!(
+        "host: machine.host_backed_free = {} MiB and machine.cost.host_fault = {} ns, the median of {} probe(s) before the kernel runs",
+        backed.unwrap_or(0) >> 20,
+        sc.machine.cost.host_fault,
+        hosts.len()
+    ))
 }
 
 fn fidelity_cmd(files: &[String], o: &FidelityOpts) -> i32 {
@@ -586,6 +696,10 @@ fn fidelity_cmd(files: &[String], o: &FidelityOpts) -> i32 {
             }
         }
         let mut shares = Vec::new();
+        let mut hosts = Vec::new();
+        if let (Some(dir), true) = (&o.kernel_runs, o.probe_host) {
+            hosts = kept_host_probes(dir, sc);
+        }
         for k in 0..if o.kernel_runs.is_some() { 0 } else { o.repeat } {
             if let Some(p) = last_pages {
                 let wait = crate::fidelity::settle_secs(p);
@@ -608,8 +722,11 @@ fn fidelity_cmd(files: &[String], o: &FidelityOpts) -> i32 {
                 o.repeat,
                 sc.run.duration as f64 / 1e9
             );
-            match live_once(sc, true) {
-                Ok(r) => {
+            match live_once(sc, true, o.probe_host) {
+                Ok((r, host)) => {
+                    if let Some(h) = host {
+                        hosts.push(h);
+                    }
                     if let Some(o) = out {
                         let _ =
                             write_outputs(&o.join(&sc.name).join(format!("kernel-{}", k + 1)), &r);
@@ -643,6 +760,7 @@ fn fidelity_cmd(files: &[String], o: &FidelityOpts) -> i32 {
                 ));
             }
         }
+        let host_note = host_state(&mut sim_sc, &hosts);
         let n = o.sim_runs.unwrap_or(kernel.len() as u32).max(1);
         let mut sims = Vec::new();
         for i in 0..n {
@@ -661,7 +779,7 @@ fn fidelity_cmd(files: &[String], o: &FidelityOpts) -> i32 {
             "{}",
             crate::fidelity::table(&sc.name, &rows, kernel.len(), sims.len())
         );
-        if let Some(n) = &cpu_note {
+        for n in cpu_note.iter().chain(&host_note) {
             println!("note: {n}");
         }
         if shares.iter().any(|s| *s < 0.5) {
@@ -680,7 +798,7 @@ fn fidelity_cmd(files: &[String], o: &FidelityOpts) -> i32 {
             println!("note: {contaminated} trace lines of other devices' writeback during the kernel windows");
         }
         println!();
-        report.push(serde_json::json!({"scenario": sc.name, "kernel_runs": kernel.len(), "other_bdi_lines": contaminated, "cpu_calibration": cpu_note, "rows": rows}));
+        report.push(serde_json::json!({"scenario": sc.name, "kernel_runs": kernel.len(), "other_bdi_lines": contaminated, "cpu_calibration": cpu_note, "host_state": host_note, "rows": rows}));
     }
     if let Some(o) = out {
         let _ = std::fs::create_dir_all(o);
@@ -694,5 +812,57 @@ fn fidelity_cmd(files: &[String], o: &FidelityOpts) -> i32 {
     } else {
         eprintln!("wbsim: fidelity: some metrics are outside their declared tolerance");
         1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::live::host_probe::HostProbe;
+
+    fn probe(backed: Option<u64>, fault: Option<u64>) -> HostProbe {
+        HostProbe {
+            probed_bytes: 8 << 30,
+            backed_free_bytes: backed,
+            touch_ns: 1400,
+            host_fault_ns: fault,
+        }
+    }
+
+    #[test]
+    fn the_simulated_host_state_is_the_probes_median() {
+        let mut sc = Scenario::builtin(&[]).unwrap();
+        assert_eq!(host_state(&mut sc, &[]), None);
+        let hosts = [
+            probe(Some(7 << 30), Some(9000)),
+            probe(Some(6 << 30), Some(8800)),
+            probe(Some(5 << 30), Some(12_000)),
+        ];
+        let note = host_state(&mut sc, &hosts).unwrap();
+        assert_eq!(sc.machine.host_backed_free, Some(6 << 30));
+        assert_eq!(sc.machine.cost.host_fault, 9000);
+        assert!(note.contains("6144 MiB"), "{note}");
+    }
+
+    #[test]
+    fn probes_that_found_everything_backed_simulate_no_faults() {
+        let mut sc = Scenario::builtin(&[]).unwrap();
+        let fault = sc.machine.cost.host_fault;
+        host_state(&mut sc, &[probe(None, None), probe(None, None)]).unwrap();
+        assert_eq!(sc.machine.host_backed_free, None);
+        assert_eq!(sc.machine.cost.host_fault, fault);
+        // one of three hit the end of the backed memory: the others count
+        // as backed for all they touched
+        host_state(
+            &mut sc,
+            &[
+                probe(None, None),
+                probe(Some(1 << 30), Some(9000)),
+                probe(None, None),
+            ],
+        )
+        .unwrap();
+        assert_eq!(sc.machine.host_backed_free, Some(8 << 30));
+        assert_eq!(sc.machine.cost.host_fault, 9000);
     }
 }

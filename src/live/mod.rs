@@ -19,6 +19,7 @@
 //! one zeroes the other).
 
 pub mod cgroup;
+pub mod host_probe;
 pub mod journal;
 pub use cgroup::{CapMethod, BLKIO_THROTTLE};
 
