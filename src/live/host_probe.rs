@@ -9,9 +9,9 @@
 //! the host. How much free memory is still backed when a run starts depends
 //! on what the machine did before (how much was freed in large blocks, and
 //! how much of it the reporting has got to), not on the kernel under test,
-//! so it is measured, not assumed. On the host rig three probes within an
-//! hour found 5.5, 6.6 and 7.3 GB of 14-17 GB free memory backed, and a
-//! touch beyond it 8.5-9 us slower than one within it.
+//! so it is measured, not assumed. On the host rig five probes within two
+//! hours found 5.5 to 8.25 GB of 14-17 GB free memory backed, and a touch
+//! beyond it 8.5-9 us slower than one within it.
 //!
 //! The probe maps anonymous memory and writes one byte to each page in
 //! turn, timing each write: the kernel's anonymous fault allocates and
