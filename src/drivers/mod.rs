@@ -24,6 +24,7 @@
 //! [`DeviceKind`], [`Driver`] and each `match` here that has no catch-all
 //! arm.
 
+pub mod bcache;
 pub mod disk;
 pub mod hdd;
 pub mod loopdev;

@@ -1,0 +1,622 @@
+//! bcache's writeback-rate controller (drivers/md/bcache/writeback.c:
+//! `__calc_target_rate`, `__update_writeback_rate`, `update_writeback_rate`,
+//! `idle_counter_exceeded`, `set_at_max_writeback_rate`; the sysfs
+//! `writeback_rate_debug` of drivers/md/bcache/sysfs.c).
+//!
+//! Every `writeback_rate_update_seconds` a backing device's rate is set
+//! from how far its dirty data is above its target share of the cache:
+//! a proportional term that would retire the excess in
+//! `writeback_rate_p_term_inverse` seconds, plus an integral term that
+//! accumulates the error only while the writeback thread keeps up with the
+//! rate it was given. Since 5.12 (the fragmentation term,
+//! `writeback_consider_fragment`) the proportional term is raised once more
+//! than 50% of the buckets are in use and the dirty data fills them thinly:
+//! without it, dirty data spread over many buckets keeps the rate at its
+//! minimum while the buckets run out, and writes reach the sync cutoff.
+//! The policy is a value here: `consider_fragment = false` is the kernel
+//! before 5.12, and the fp terms are knobs (5.12 merged 1/10/1000; the
+//! posting had 1/5/50).
+//!
+//! All arithmetic is the kernel's: 64-bit signed sectors, divisions that
+//! truncate toward zero, and the new rate clamped after a cast to 32 bits.
+
+use super::util::{hprint, Ratelimit};
+use crate::sim::Ns;
+
+/// `BCH_WRITEBACK_FRAGMENT_THRESHOLD_LOW`, `_MID`, `_HIGH` (in_use, %).
+pub const FRAGMENT_THRESHOLD_LOW: i64 = 50;
+pub const FRAGMENT_THRESHOLD_MID: i64 = 57;
+pub const FRAGMENT_THRESHOLD_HIGH: i64 = 64;
+/// `WRITEBACK_SHARE_SHIFT`: a device's share of the cache in 1/16384ths.
+pub const WRITEBACK_SHARE_SHIFT: u32 = 14;
+/// `BCH_WBRATE_UPDATE_MAX_SKIPS`: updates skipped for a busy
+/// `writeback_lock` before the update waits for it.
+pub const WBRATE_UPDATE_MAX_SKIPS: u32 = 15;
+const NSEC_PER_MSEC: u64 = 1_000_000;
+const NSEC_PER_SEC: i64 = 1_000_000_000;
+
+/// The backing device's controller knobs, under their sysfs names
+/// (/sys/block/bcacheN/bcache/...), with the kernel's defaults.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RateConf {
+    /// `writeback_percent`: the dirty target, percent of the cache.
+    pub writeback_percent: u64,
+    /// `writeback_rate_update_seconds`.
+    pub update_seconds: u64,
+    /// `writeback_rate_p_term_inverse`.
+    pub p_term_inverse: i64,
+    /// `writeback_rate_i_term_inverse`.
+    pub i_term_inverse: i64,
+    /// `writeback_rate_minimum` (sectors/s).
+    pub minimum: i64,
+    /// `writeback_consider_fragment`: the 5.12 fragmentation term.
+    pub consider_fragment: bool,
+    /// `writeback_rate_fp_term_low`, `_mid`, `_high`.
+    pub fp_term_low: i64,
+    pub fp_term_mid: i64,
+    pub fp_term_high: i64,
+}
+
+impl Default for RateConf {
+    /// 6.1's defaults.
+    fn default() -> RateConf {
+        RateConf {
+            writeback_percent: 10,
+            update_seconds: 5,
+            p_term_inverse: 40,
+            i_term_inverse: 10_000,
+            minimum: 8,
+            consider_fragment: true,
+            fp_term_low: 1,
+            fp_term_mid: 10,
+            fp_term_high: 1000,
+        }
+    }
+}
+
+/// What the controller reads of the cache set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheSetState {
+    pub nbuckets: u64,
+    /// Buckets free or holding only clean data (`avail_nbuckets`).
+    pub avail_nbuckets: u64,
+    /// Sectors a bucket.
+    pub bucket_size: u64,
+    /// `gc_stats.in_use`: percent of the buckets in use, truncated.
+    pub in_use: i64,
+    /// Dirty sectors of flash-only volumes (`flash_dev_dirty_sectors`).
+    pub flash_dev_dirty_sectors: u64,
+    /// Σ of the attached backing devices' sectors (`cached_dev_sectors`).
+    pub cached_dev_sectors: u64,
+}
+
+/// A backing device's controller state and outputs (`struct cached_dev`'s
+/// `writeback_rate*` fields).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RateState {
+    pub limiter: Ratelimit,
+    /// `writeback_rate_integral` (sector-seconds).
+    pub integral: i64,
+    /// `writeback_rate_proportional`.
+    pub proportional: i64,
+    /// `writeback_rate_integral_scaled`.
+    pub integral_scaled: i64,
+    /// `writeback_rate_change`.
+    pub change: i64,
+    /// `writeback_rate_target`.
+    pub target: i64,
+    /// `rate_update_retry`.
+    pub update_retry: u32,
+}
+
+impl RateState {
+    /// At `bch_cached_dev_writeback_init`: rate 1024 sectors/s.
+    pub fn new(now: Ns) -> RateState {
+        RateState {
+            limiter: Ratelimit::new(1024, now),
+            integral: 0,
+            proportional: 0,
+            integral_scaled: 0,
+            change: 0,
+            target: 0,
+            update_retry: 0,
+        }
+    }
+}
+
+/// `__calc_target_rate`: the device's dirty target in sectors,
+/// `writeback_percent` of the cache (less flash-only volumes' dirty data),
+/// times the device's share of all backing sectors (at least 1/16384).
+pub fn calc_target_rate(conf: &RateConf, c: &CacheSetState, bdev_sectors: u64) -> i64 {
+    let cache_sectors = c.nbuckets * c.bucket_size - c.flash_dev_dirty_sectors;
+    // the share is a u32 in the kernel
+    let share = (((bdev_sectors << WRITEBACK_SHARE_SHIFT) / c.cached_dev_sectors.max(1))
+        & 0xffff_ffff)
+        .max(1);
+    let dirty_target = cache_sectors * conf.writeback_percent / 100;
+    ((dirty_target * share) >> WRITEBACK_SHARE_SHIFT) as i64
+}
+
+/// The fragmentation term's floor for the proportional term
+/// (`__update_writeback_rate`, since 5.12), when it applies: in_use above
+/// the low threshold, dirty data, and the in-use buckets more than three
+/// times what the dirty data would fill.
+fn fragment_p(conf: &RateConf, c: &CacheSetState, dirty: i64) -> Option<i64> {
+    if !conf.consider_fragment || c.in_use <= FRAGMENT_THRESHOLD_LOW || dirty <= 0 {
+        return None;
+    }
+    let dirty_buckets = c.nbuckets as i64 - c.avail_nbuckets as i64;
+    let fragment = dirty_buckets * c.bucket_size as i64 / dirty;
+    let fp_term = if c.in_use <= FRAGMENT_THRESHOLD_MID {
+        conf.fp_term_low * (c.in_use - FRAGMENT_THRESHOLD_LOW)
+    } else if c.in_use <= FRAGMENT_THRESHOLD_HIGH {
+        conf.fp_term_mid * (c.in_use - FRAGMENT_THRESHOLD_MID)
+    } else {
+        conf.fp_term_high * (c.in_use - FRAGMENT_THRESHOLD_HIGH)
+    };
+    if dirty_buckets == 0 {
+        return None;
+    }
+    let fps = dirty / dirty_buckets * fp_term;
+    (fragment > 3).then_some(fps)
+}
+
+/// `__update_writeback_rate`: one controller step at `now` for a device
+/// with `dirty` dirty sectors.
+pub fn update_rate(
+    st: &mut RateState,
+    conf: &RateConf,
+    c: &CacheSetState,
+    bdev_sectors: u64,
+    dirty: i64,
+    now: Ns,
+) {
+    let target = calc_target_rate(conf, c, bdev_sectors);
+    let error = dirty - target;
+    let mut p = error / conf.p_term_inverse;
+    if let Some(fps) = fragment_p(conf, c, dirty) {
+        if fps > p {
+            p = fps;
+        }
+    }
+    // integrate down only while positive, and up only while the writeback
+    // thread is held back by the limiter (its next slot not over 1 ms past)
+    let keeping_up = now < st.limiter.next + NSEC_PER_MSEC;
+    if (error < 0 && st.integral > 0) || (error > 0 && keeping_up) {
+        st.integral += error * conf.update_seconds as i64;
+    }
+    let i = st.integral / conf.i_term_inverse;
+    // clamp_t(int32_t, ...): the sum is cut to 32 bits before the clamp
+    let sum = (p + i) as i32 as i64;
+    let rate = sum.clamp(conf.minimum, NSEC_PER_SEC);
+    st.proportional = p;
+    st.integral_scaled = i;
+    st.change = rate - st.limiter.rate;
+    st.limiter.rate = rate;
+    st.target = target;
+}
+
+/// The cache set's idle detection (`idle_counter`, `at_max_writeback_rate`):
+/// after about six update periods a device without a bio, writeback may
+/// run at full speed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IdleState {
+    /// `idle_counter`: update ticks since the last bio to any device.
+    pub counter: i32,
+    /// `at_max_writeback_rate`.
+    pub at_max: bool,
+}
+
+impl IdleState {
+    /// `idle_counter_exceeded`: count this tick; enough ticks for
+    /// `attached` devices is 6·attached² (each device's tick counts).
+    fn exceeded(&mut self, attached: i32) -> bool {
+        self.counter = self.counter.wrapping_add(1);
+        if self.counter <= 0 {
+            self.counter = 0;
+            return false;
+        }
+        attached != 0 && self.counter >= attached * attached * 6
+    }
+
+    /// A bio to any device of the set (`cached_dev_submit_bio`): the
+    /// counter restarts, and a set at its maximum rate drops every device
+    /// to rate 1 (`quit_max_writeback_rate`) until its next update.
+    /// Returns whether the rates were dropped.
+    pub fn on_bio(&mut self) -> bool {
+        self.counter = 0;
+        std::mem::take(&mut self.at_max)
+    }
+}
+
+/// What one `update_writeback_rate` tick did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tick {
+    /// Nothing dirty, or `writeback_percent` 0: the rate is left alone.
+    Skipped,
+    /// The set is idle: this device's rate is INT_MAX.
+    MaxRate,
+    /// `writeback_lock` was busy: skipped (at most 15 times in a row).
+    LockBusy,
+    /// The controller ran.
+    Updated,
+}
+
+/// The cache set around one tick: its state and whether GC is running.
+pub struct TickInput<'a> {
+    pub set: &'a CacheSetState,
+    pub bdev_sectors: u64,
+    pub dirty: i64,
+    pub has_dirty: bool,
+    /// `idle_max_writeback_rate_enabled`.
+    pub idle_max_enabled: bool,
+    /// `gc_mark_valid`: no GC running.
+    pub gc_mark_valid: bool,
+    /// `attached_dev_nr`.
+    pub attached: i32,
+    /// Whether `writeback_lock` is held for write (by the writeback
+    /// thread refilling its key buffer).
+    pub lock_busy: bool,
+}
+
+/// `update_writeback_rate`, the delayed work that runs every
+/// `update_seconds`: the idle switch to the maximum rate, else one
+/// controller step (skipped while the writeback thread holds its lock, up
+/// to [`WBRATE_UPDATE_MAX_SKIPS`] times; then it waits for it).
+pub fn update_writeback_rate(
+    st: &mut RateState,
+    idle: &mut IdleState,
+    conf: &RateConf,
+    t: &TickInput,
+    now: Ns,
+) -> Tick {
+    if !t.has_dirty || conf.writeback_percent == 0 {
+        return Tick::Skipped;
+    }
+    // set_at_max_writeback_rate
+    if t.idle_max_enabled && t.gc_mark_valid && idle.exceeded(t.attached) {
+        idle.at_max = true;
+        st.limiter.rate = i64::from(i32::MAX);
+        st.proportional = 0;
+        st.integral_scaled = 0;
+        st.change = 0;
+        // a bio between the two checks would have cleared it
+        if idle.exceeded(t.attached) && idle.at_max {
+            return Tick::MaxRate;
+        }
+    }
+    if t.lock_busy {
+        st.update_retry += 1;
+        if st.update_retry <= WBRATE_UPDATE_MAX_SKIPS {
+            return Tick::LockBusy;
+        }
+        st.update_retry = 0;
+    }
+    update_rate(st, conf, t.set, t.bdev_sectors, t.dirty, now);
+    Tick::Updated
+}
+
+/// sysfs `writeback_rate_debug` as the kernel prints it. `running` is
+/// `writeback_running`: when off, all but dirty and target print as 0.
+pub fn rate_debug(st: &RateState, dirty: i64, running: bool, now: Ns) -> String {
+    let on = |v: i64| if running { v } else { 0 };
+    let next_io = if running {
+        (st.limiter.next as i64 - now as i64) / NSEC_PER_MSEC as i64
+    } else {
+        0
+    };
+    format!(
+        "rate:\t\t{}/sec\ndirty:\t\t{}\ntarget:\t\t{}\nproportional:\t{}\nintegral:\t{}\nchange:\t\t{}/sec\nnext io:\t{}ms\n",
+        hprint(on(st.limiter.rate) << 9),
+        hprint(dirty << 9),
+        hprint(st.target << 9),
+        hprint(on(st.proportional) << 9),
+        hprint(on(st.integral_scaled) << 9),
+        hprint(on(st.change) << 9),
+        next_io
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    /// A 1 GiB cache of 512 KiB buckets (2048 buckets of 1024 sectors)
+    /// over one 8 GiB backing device.
+    fn set(in_use: i64, avail: u64) -> CacheSetState {
+        CacheSetState {
+            nbuckets: 2048,
+            avail_nbuckets: avail,
+            bucket_size: 1024,
+            in_use,
+            flash_dev_dirty_sectors: 0,
+            cached_dev_sectors: 16 << 20,
+        }
+    }
+
+    #[test]
+    fn the_target_is_the_percent_of_the_cache_times_the_share() {
+        let conf = RateConf::default();
+        // one device: share 16384/16384; 10% of 2097152 sectors
+        assert_eq!(calc_target_rate(&conf, &set(0, 2048), 16 << 20), 209_715);
+        // a device of a third of the backing sectors: share 5461
+        let c = CacheSetState {
+            cached_dev_sectors: 3 << 20,
+            ..set(0, 2048)
+        };
+        // 209715 * 5461 = 1145253615, >> 14 = 69900 (truncated)
+        assert_eq!(calc_target_rate(&conf, &c, 1 << 20), 69_900);
+        // a tiny device still gets 1/16384
+        assert_eq!(calc_target_rate(&conf, &c, 1), 209_715 >> 14);
+    }
+
+    #[test]
+    fn proportional_retires_the_excess_in_p_term_inverse_seconds() {
+        let conf = RateConf::default();
+        let mut st = RateState::new(0);
+        // dirty 409715 = target + 200000: P = 200000/40 = 5000; the limiter
+        // is keeping up (next is in the future), so the integral takes
+        // 200000 * 5 = 1e6 and I = 100
+        st.limiter.next = 10 * S;
+        update_rate(&mut st, &conf, &set(20, 1600), 16 << 20, 409_715, 9 * S);
+        assert_eq!(st.target, 209_715);
+        assert_eq!(st.proportional, 5000);
+        assert_eq!(st.integral, 1_000_000);
+        assert_eq!(st.integral_scaled, 100);
+        assert_eq!(st.limiter.rate, 5100);
+        assert_eq!(st.change, 5100 - 1024);
+    }
+
+    #[test]
+    fn the_integral_winds_up_only_while_the_limiter_holds_writeback_back() {
+        let conf = RateConf::default();
+        let mut st = RateState::new(0);
+        st.limiter.next = 10 * S;
+        // next slot 1 ms or more in the past: the thread is behind
+        update_rate(
+            &mut st,
+            &conf,
+            &set(20, 1600),
+            16 << 20,
+            409_715,
+            10 * S + 1_000_000,
+        );
+        assert_eq!(st.integral, 0);
+        // just under 1 ms past still counts as keeping up
+        update_rate(
+            &mut st,
+            &conf,
+            &set(20, 1600),
+            16 << 20,
+            409_715,
+            10 * S + 999_999,
+        );
+        assert_eq!(st.integral, 1_000_000);
+        // below target: a positive integral shrinks by error * 5, and may
+        // overshoot below zero in that step...
+        update_rate(
+            &mut st,
+            &conf,
+            &set(20, 1600),
+            16 << 20,
+            209_715 - 300_000,
+            100 * S,
+        );
+        assert_eq!(st.integral, 1_000_000 - 300_000 * 5);
+        // ...but once it is not positive it stays
+        update_rate(
+            &mut st,
+            &conf,
+            &set(20, 1600),
+            16 << 20,
+            209_715 - 300_000,
+            100 * S,
+        );
+        assert_eq!(st.integral, -500_000);
+        // P = -300000/40 = -7500, I = -50: the rate is the minimum, 8
+        assert_eq!(st.proportional, -7500);
+        assert_eq!(st.integral_scaled, -50);
+        assert_eq!(st.limiter.rate, 8);
+    }
+
+    #[test]
+    fn divisions_truncate_toward_zero() {
+        let conf = RateConf::default();
+        let mut st = RateState::new(0);
+        st.integral = 10_000 * 3 + 1;
+        // error -39: P = 0 (not -1); the integral goes down by 195
+        update_rate(&mut st, &conf, &set(0, 2048), 16 << 20, 209_715 - 39, 0);
+        assert_eq!(st.proportional, 0);
+        assert_eq!(st.integral, 30_001 - 195);
+        assert_eq!(st.integral_scaled, 2);
+        assert_eq!(st.limiter.rate, 8);
+    }
+
+    /// The fragmentation term, worked by hand at each threshold. 1000
+    /// buckets in use (avail 1048) of 1024 sectors hold 100000 dirty
+    /// sectors: fragment = 1024000/100000 = 10 (> 3), and 100 dirty
+    /// sectors a dirty bucket. dirty is below target: P = -2742.
+    #[test]
+    fn the_fragmentation_term_at_each_threshold() {
+        let dirty = 100_000;
+        let p_of = |conf: &RateConf, in_use: i64| {
+            let mut st = RateState::new(0);
+            update_rate(&mut st, conf, &set(in_use, 1048), 16 << 20, dirty, 0);
+            st.proportional
+        };
+        let merged = RateConf::default();
+        // at or below 50%: no term
+        assert_eq!(p_of(&merged, 50), (dirty - 209_715) / 40);
+        // low band (50, 57]: 1 * (in_use - 50) * 100
+        assert_eq!(p_of(&merged, 51), 100);
+        assert_eq!(p_of(&merged, 57), 700);
+        // mid band (57, 64]: 10 * (in_use - 57) * 100
+        assert_eq!(p_of(&merged, 58), 1000);
+        assert_eq!(p_of(&merged, 64), 7000);
+        // high band: 1000 * (in_use - 64) * 100
+        assert_eq!(p_of(&merged, 65), 100_000);
+        assert_eq!(p_of(&merged, 70), 600_000);
+        // the posting's 1/5/50
+        let posting = RateConf {
+            fp_term_mid: 5,
+            fp_term_high: 50,
+            ..RateConf::default()
+        };
+        assert_eq!(p_of(&posting, 64), 3500);
+        assert_eq!(p_of(&posting, 70), 30_000);
+        // before 5.12: none
+        let old = RateConf {
+            consider_fragment: false,
+            ..RateConf::default()
+        };
+        assert_eq!(p_of(&old, 70), (dirty - 209_715) / 40);
+    }
+
+    #[test]
+    fn the_fragmentation_term_needs_thin_buckets_and_a_larger_value() {
+        let conf = RateConf::default();
+        // 1000 buckets hold 400000 dirty sectors: fragment = 2, no term
+        let mut st = RateState::new(0);
+        update_rate(&mut st, &conf, &set(70, 1048), 16 << 20, 400_000, 0);
+        assert_eq!(st.proportional, (400_000 - 209_715) / 40);
+        // fragment 4 (256000 sectors): the term 1000*6*256 beats P
+        update_rate(&mut st, &conf, &set(70, 1048), 16 << 20, 256_000, 0);
+        assert_eq!(st.proportional, 1_536_000);
+        // the limiter was keeping up (next = 0 = now) both times, so the
+        // integral took (190285 + 46285) * 5: I = 118
+        assert_eq!(st.integral, (190_285 + 46_285) * 5);
+        assert_eq!(st.limiter.rate, 1_536_000 + 118);
+    }
+
+    #[test]
+    fn the_sum_is_cut_to_32_bits_before_the_clamp() {
+        let conf = RateConf::default();
+        let mut st = RateState::new(0);
+        // I alone = 2^32 + 5000: as an int32 that is 5000
+        st.integral = ((1i64 << 32) + 5000) * 10_000;
+        update_rate(&mut st, &conf, &set(0, 2048), 16 << 20, 209_715, 0);
+        assert_eq!(st.integral_scaled, (1i64 << 32) + 5000);
+        assert_eq!(st.limiter.rate, 5000);
+        // and 3e9 wraps negative: the minimum
+        st.integral = 3_000_000_000 * 10_000;
+        update_rate(&mut st, &conf, &set(0, 2048), 16 << 20, 209_715, 0);
+        assert_eq!(st.limiter.rate, 8);
+    }
+
+    fn tick<'a>(c: &'a CacheSetState) -> TickInput<'a> {
+        TickInput {
+            set: c,
+            bdev_sectors: 16 << 20,
+            dirty: 300_000,
+            has_dirty: true,
+            idle_max_enabled: true,
+            gc_mark_valid: true,
+            attached: 1,
+            lock_busy: false,
+        }
+    }
+
+    #[test]
+    fn an_idle_set_goes_to_the_maximum_rate_on_the_sixth_tick() {
+        let conf = RateConf::default();
+        let c = set(20, 1600);
+        let mut st = RateState::new(0);
+        let mut idle = IdleState::default();
+        let t = tick(&c);
+        // one device: 6 ticks without a bio; the second check inside the
+        // sixth tick counts too, so the fifth is the last controller step
+        for k in 0..5 {
+            let r = update_writeback_rate(&mut st, &mut idle, &conf, &t, k * 5 * S);
+            assert_eq!(r, Tick::Updated, "tick {k}");
+        }
+        assert_eq!(
+            update_writeback_rate(&mut st, &mut idle, &conf, &t, 25 * S),
+            Tick::MaxRate
+        );
+        assert_eq!(st.limiter.rate, i64::from(i32::MAX));
+        assert_eq!((st.proportional, st.integral_scaled, st.change), (0, 0, 0));
+        // a bio drops it; the next tick runs the controller again
+        assert!(idle.on_bio());
+        assert_eq!(
+            update_writeback_rate(&mut st, &mut idle, &conf, &t, 30 * S),
+            Tick::Updated
+        );
+        // two devices: 24 ticks of the set
+        let mut idle = IdleState::default();
+        let t2 = TickInput {
+            attached: 2,
+            ..tick(&c)
+        };
+        let n = (0..30)
+            .take_while(|_| {
+                update_writeback_rate(&mut st, &mut idle, &conf, &t2, 0) == Tick::Updated
+            })
+            .count();
+        assert_eq!(n, 23);
+    }
+
+    #[test]
+    fn no_maximum_rate_while_gc_runs_and_busy_locks_skip_fifteen_times() {
+        let conf = RateConf::default();
+        let c = set(20, 1600);
+        let mut st = RateState::new(0);
+        let mut idle = IdleState::default();
+        let t = TickInput {
+            gc_mark_valid: false,
+            ..tick(&c)
+        };
+        for _ in 0..10 {
+            assert_eq!(
+                update_writeback_rate(&mut st, &mut idle, &conf, &t, 0),
+                Tick::Updated
+            );
+        }
+        let busy = TickInput {
+            lock_busy: true,
+            idle_max_enabled: false,
+            ..tick(&c)
+        };
+        for _ in 0..15 {
+            assert_eq!(
+                update_writeback_rate(&mut st, &mut idle, &conf, &busy, 0),
+                Tick::LockBusy
+            );
+        }
+        assert_eq!(
+            update_writeback_rate(&mut st, &mut idle, &conf, &busy, 0),
+            Tick::Updated
+        );
+        assert_eq!(st.update_retry, 0);
+        // nothing dirty: left alone
+        let clean = TickInput {
+            has_dirty: false,
+            ..tick(&c)
+        };
+        assert_eq!(
+            update_writeback_rate(&mut st, &mut idle, &conf, &clean, 0),
+            Tick::Skipped
+        );
+    }
+
+    #[test]
+    fn writeback_rate_debug_prints_as_sysfs() {
+        let conf = RateConf::default();
+        let mut st = RateState::new(0);
+        st.limiter.next = 10 * S;
+        update_rate(&mut st, &conf, &set(20, 1600), 16 << 20, 409_715, 9 * S);
+        let text = rate_debug(&st, 409_715, true, 9 * S + 500_000_000);
+        assert_eq!(
+            text,
+            "rate:\t\t2.4M/sec\ndirty:\t\t200.0M\ntarget:\t\t102.3M\nproportional:\t2.4M\n\
+             integral:\t50.0k\nchange:\t\t1.9M/sec\nnext io:\t500ms\n"
+        );
+        let off = rate_debug(&st, 409_715, false, 0);
+        assert!(
+            off.starts_with("rate:\t\t0.0k/sec\ndirty:\t\t200.0M\n"),
+            "{off}"
+        );
+        assert!(off.ends_with("next io:\t0ms\n"), "{off}");
+    }
+}
