@@ -16,8 +16,11 @@ pub struct RunResult {
     pub fs_mark: String,
     pub trace_text: String,
     pub vmstat: String,
-    /// Files of the workloads' own (fio.json, fio's logs): name and bytes.
+    /// Files of the workloads' own (fio.json, fio.txt): name and bytes.
     pub extra_files: Vec<(String, Vec<u8>)>,
+    /// Files the run already wrote into the output directory as it went
+    /// (fio's logs).
+    pub written: Vec<std::path::PathBuf>,
     pub wall_s: f64,
     pub sim_s: f64,
     pub events: u64,
@@ -67,6 +70,7 @@ pub fn simulate_with(
         return Err(format!("writing fio's logs: {e}"));
     }
     let mut extra_files = Vec::new();
+    let mut written = Vec::new();
     if !k.fio.clones.is_empty() {
         let disks = k.fio_disk_util();
         let f = crate::workload::fio::report::fio_files(
@@ -78,6 +82,7 @@ pub fn simulate_with(
         .map_err(|e| format!("writing fio's logs: {e}"))?;
         extra_files.push(("fio.json".to_string(), f.json.into_bytes()));
         extra_files.push(("fio.txt".to_string(), f.normal.into_bytes()));
+        written = f.logs;
     }
     if !k.evcount.is_empty() {
         eprintln!("events by kind: {:?}", k.evcount);
@@ -97,6 +102,7 @@ pub fn simulate_with(
         trace_text,
         vmstat,
         extra_files,
+        written,
         wall_s,
         // the run may have ended early (`wbsim fio`)
         sim_s: k.sc.run.duration as f64 / 1e9,

@@ -51,6 +51,9 @@ enum Cmd {
         /// Also write the plots (as `wbsim plot DIR` does)
         #[arg(long)]
         plot: bool,
+        /// After the summary, say what each of its figures is
+        #[arg(long)]
+        explain: bool,
     },
     /// Plot a run's trace: dirty.{png,svg}, ratelimit.{png,svg}, pause.{png,svg}
     Plot {
@@ -264,7 +267,7 @@ pub fn main() -> i32 {
                         return 2;
                     }
                     if !quiet {
-                        print_human(&r, &out);
+                        print_human(&r, &out, &[]);
                         if r.summary.other_bdi_lines > 0 {
                             eprintln!(
                                 "wbsim: warning: {} trace lines in the window came from other devices' writeback (see other_bdi_lines)",
@@ -344,6 +347,7 @@ pub fn main() -> i32 {
             out,
             quiet,
             plot,
+            explain,
         } => {
             let sc = match load(&s) {
                 Ok(sc) => sc,
@@ -377,13 +381,20 @@ pub fn main() -> i32 {
                 eprintln!("wbsim: error: cannot write to {}: {e}", out.display());
                 return 2;
             }
-            if !quiet {
-                print_human(&r, &out);
-            }
+            let mut plotted = Vec::new();
             if plot {
-                if let Err(e) = crate::plot::plot_dir(&out, None) {
-                    eprintln!("wbsim: error: plotting: {e}");
-                    return 1;
+                match crate::plot::plot_dir(&out, None) {
+                    Ok(files) => plotted = files,
+                    Err(e) => {
+                        eprintln!("wbsim: error: plotting: {e}");
+                        return 1;
+                    }
+                }
+            }
+            if !quiet {
+                print_human(&r, &out, &plotted);
+                if explain {
+                    print!("{}", EXPLAIN);
                 }
             }
             0
@@ -419,13 +430,53 @@ pub(crate) fn simulate_with_progress(
             }
         }
     });
-    if !quiet && last > 0.0 && tty {
-        eprintln!();
+    if !quiet && last > 0.0 {
+        if tty {
+            eprintln!();
+        } else if let Ok(r) = &r {
+            // a log's last progress line would read as if the run stopped
+            eprintln!(
+                "[wbsim] simulated {:.1} s of {:.0} s: done",
+                r.sim_s, r.sim_s
+            );
+        }
     }
     r
 }
 
-fn print_human(r: &crate::output::RunResult, out: &std::path::Path) {
+/// A path as the user would write it: `.` components and doubled or
+/// trailing slashes gone (`./o//` is `o`).
+pub(crate) fn shown(p: &std::path::Path) -> String {
+    use std::path::Component;
+    let parts: Vec<Component> = p
+        .components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .collect();
+    if parts.is_empty() {
+        return ".".into();
+    }
+    let q: PathBuf = parts.iter().collect();
+    q.display().to_string()
+}
+
+/// What each figure of the run summary is (`wbsim run --explain`).
+const EXPLAIN: &str = "\
+what the figures are (docs/outputs.md has all of summary.json):
+  window             the part of the run the figures cover (run.warmup to the end)
+  MiB/s dirtied      the job's buffered writes (pages dirtied), all its tasks together
+  per task p50       the median task's own rate
+  vol cs/task/s      voluntary context switches per task per second: how often a
+                     writer slept (in balance_dirty_pages, on IO or a lock)
+  dev ... written    what the device completed: bandwidth, requests per second,
+                     and the mean request size
+  dirty pages        nr_dirty + nr_writeback, sampled; p10/p50/p90 over the window
+  balance_dirty_pages  the medians of the tracepoint's fields over the window:
+                     dirty and limit (pages, global), setpoint (where pos_ratio is 1),
+                     pause (ms slept), period (ms between two calls, sleep included),
+                     dirtied_pause (pages a task may dirty before it is checked again)
+";
+
+fn print_human(r: &crate::output::RunResult, out: &std::path::Path, plotted: &[PathBuf]) {
     let s = &r.summary;
     println!(
         "wbsim: {} (seed {}, {}), {:.0} s simulated in {:.3} s wall ({:.0}x real time, {} events)",
@@ -443,9 +494,6 @@ fn print_human(r: &crate::output::RunResult, out: &std::path::Path) {
             "  job {:<10} {:>5} tasks  {:>8.2} MiB/s dirtied  (per task p50 {:.2})  vol cs/task/s p50 {:.1}",
             j.name, j.tasks, j.aggregate_mib_s, j.per_task_mib_s.p50, j.voluntary_cs_per_task_s.p50
         );
-    }
-    if !r.fs_mark.is_empty() {
-        print!("{}", r.fs_mark);
     }
     for d in &s.devices {
         println!(
@@ -469,12 +517,29 @@ fn print_human(r: &crate::output::RunResult, out: &std::path::Path) {
             f("dirtied_pause")
         );
     }
-    let mut files = vec!["trace.txt", "summary.json", "vmstat", "wall.json"];
-    files.extend(r.extra_files.iter().map(|(n, _)| n.as_str()));
-    if r.extra_files.iter().any(|(n, _)| n == "fio.txt") {
-        println!("  fio's own output: fio.txt (as fio prints it) and fio.json");
+    // the workloads' own tables come after wbsim's summary
+    if !r.fs_mark.is_empty() {
+        println!("fs_mark's own output (also in fs_mark.txt):");
+        print!("{}", r.fs_mark);
     }
-    println!("output in {}/ ({})", out.display(), files.join(", "));
+    let mut files: Vec<String> = ["trace.txt", "summary.json", "vmstat", "wall.json"]
+        .iter()
+        .map(|f| f.to_string())
+        .collect();
+    if !r.fs_mark.is_empty() {
+        files.push("fs_mark.txt".into());
+    }
+    files.extend(r.extra_files.iter().map(|(n, _)| n.clone()));
+    files.extend(
+        r.written
+            .iter()
+            .chain(plotted)
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned())),
+    );
+    if r.extra_files.iter().any(|(n, _)| n == "fio.txt") {
+        println!("fio's own output: fio.txt (as fio prints it) and fio.json");
+    }
+    println!("output in {}/ ({})", shown(out), files.join(", "));
 }
 
 /// `wbsim bench`: simulated seconds per wall second, tracing off and on.

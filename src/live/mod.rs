@@ -1013,6 +1013,7 @@ pub fn run(
         trace_text,
         vmstat: vm_text,
         extra_files,
+        written: Vec::new(),
         wall_s: t_wall.elapsed().as_secs_f64(),
         sim_s: end as f64 / 1e9,
         events: 0,
