@@ -38,7 +38,17 @@ fn skip_reason(line: &str) -> Option<&'static str> {
     if line.starts_with("./x test") || line.starts_with("./x lint") {
         return Some("the test suite itself");
     }
+    if line.starts_with("jq ") && !have("jq") {
+        return Some("jq is not installed");
+    }
     None
+}
+
+fn have(cmd: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {cmd}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 fn tempdir(tag: &str) -> PathBuf {
@@ -48,12 +58,16 @@ fn tempdir(tag: &str) -> PathBuf {
     d
 }
 
-/// A directory with `./x` (the repository's) and the repository's examples.
+/// A directory with `./x` (the repository's) and the repository's
+/// examples, and `bin/wbsim` (what `./x install` links) for the docs'
+/// `wbsim ...` lines.
 fn user_dir(tag: &str) -> PathBuf {
     let d = tempdir(tag);
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     std::os::unix::fs::symlink(repo.join("x"), d.join("x")).unwrap();
     std::os::unix::fs::symlink(repo.join("examples"), d.join("examples")).unwrap();
+    std::fs::create_dir_all(d.join("bin")).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_wbsim"), d.join("bin/wbsim")).unwrap();
     d
 }
 
@@ -64,6 +78,14 @@ pub fn user_shell(dir: &Path, line: &str) -> std::process::Output {
         .current_dir(dir)
         .env("WBSIM_BIN", env!("CARGO_BIN_EXE_wbsim"))
         .env("HOME", dir)
+        .env(
+            "PATH",
+            format!(
+                "{}:{}",
+                dir.join("bin").display(),
+                std::env::var("PATH").unwrap_or_default()
+            ),
+        )
         .output()
         .unwrap()
 }
@@ -97,6 +119,13 @@ fn every_readme_command_works_as_written() {
     // the quick start, the own-scenario block and the fidelity line's
     // neighbours: if the README loses its commands, so does this test
     assert!(ran >= 10, "only {ran} README commands ran");
+}
+
+#[test]
+fn the_docs_quick_examples_work_as_written() {
+    // the docs write `wbsim` for what `./x install` put on the PATH
+    assert!(run_blocks("docs/fio.md", "fio") >= 6);
+    assert!(run_blocks("docs/outputs.md", "outputs") >= 3);
 }
 
 #[test]

@@ -154,6 +154,12 @@ enum Cmd {
         a: PathBuf,
         /// Second run's output directory (or its summary.json)
         b: PathBuf,
+        /// Every number in the summaries, not only the figures that matter
+        #[arg(long)]
+        all: bool,
+        /// text, markdown, csv or json
+        #[arg(long, value_enum, default_value = "text")]
+        format: compare::Format,
     },
     /// Explain scenario keys: one (devices.loop0.write_bps), every key under
     /// a prefix (vm, devices.NAME), or, without KEY, the list
@@ -301,7 +307,7 @@ pub fn main() -> i32 {
                 sim_runs,
             },
         ),
-        Cmd::Compare { a, b } => match compare::run(&a, &b) {
+        Cmd::Compare { a, b, all, format } => match compare::run(&a, &b, all, format) {
             Ok(t) => {
                 print!("{t}");
                 0
