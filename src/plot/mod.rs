@@ -19,7 +19,14 @@ const W: u32 = 1200;
 const H: u32 = 700;
 const FONT: &str = "sans-serif";
 
-type Series = (String, RGBColor, Vec<(f64, f64)>, bool); // name, colour, points, as line
+/// How a series is drawn: a line, or dots of a radius in pixels.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Mark {
+    Line,
+    Dot(i32),
+}
+
+type Series = (String, RGBColor, Vec<(f64, f64)>, Mark); // name, colour, points, mark
 
 fn register() {
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -38,79 +45,110 @@ fn field(recs: &[&Record], k: &str, scale: f64) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// An axis value as a person reads it: whole numbers with thousands
+/// separators (80,000), one decimal below 10 where the axis needs it.
+pub fn tick(v: f64, span: f64) -> String {
+    if span < 10.0 && v.fract().abs() > 1e-9 {
+        return format!("{v:.1}");
+    }
+    let n = v.round() as i64;
+    let digits = n.unsigned_abs().to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+/// Width of the legend panel right of the data.
+const LEGEND_W: u32 = 270;
+
+/// One graph: the data on the left over the run's time axis `xr`, the
+/// legend in a panel on its right (never over the data).
 fn draw<DB: DrawingBackend>(
     root: DrawingArea<DB, Shift>,
     title: &str,
     ylabel: &str,
     series: &[Series],
     legend: bool,
+    xr: (f64, f64),
 ) -> Result<(), String>
 where
     DB::ErrorType: 'static,
 {
     let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
     root.fill(&WHITE).map_err(e)?;
-    let pts = series.iter().flat_map(|s| s.2.iter());
-    let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0.0f64);
-    for &(x, y) in pts {
-        x0 = x0.min(x);
-        x1 = x1.max(x);
-        y1 = y1.max(y);
-    }
-    if x0 > x1 {
-        (x0, x1) = (0.0, 1.0);
-    }
-    if x1 - x0 < 1e-6 {
-        x1 = x0 + 1.0;
-    }
-    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.08 };
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, (FONT, 22))
+    let root = root.titled(title, (FONT, 22)).map_err(e)?;
+    let (plot, side) = if legend {
+        root.split_horizontally(W - LEGEND_W)
+    } else {
+        root.split_horizontally(W)
+    };
+    let y1 = series
+        .iter()
+        .flat_map(|s| s.2.iter().map(|p| p.1))
+        .fold(0.0f64, f64::max);
+    let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.05 };
+    let (x0, x1) = xr;
+    let mut chart = ChartBuilder::on(&plot)
         .margin(12)
         .x_label_area_size(45)
-        .y_label_area_size(80)
+        .y_label_area_size(90)
         .build_cartesian_2d(x0..x1, 0.0..y1)
         .map_err(e)?;
+    let (xs, ys) = (x1 - x0, y1);
     chart
         .configure_mesh()
         .x_desc("time (s)")
         .y_desc(ylabel)
+        .x_label_formatter(&|v| tick(*v, xs))
+        .y_label_formatter(&|v| tick(*v, ys))
         .label_style((FONT, 14))
         .axis_desc_style((FONT, 16))
+        .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(e)?;
-    for (name, col, p, line) in series {
-        let style = col.filled();
-        if *line {
-            let a = chart
-                .draw_series(LineSeries::new(p.iter().copied(), col.stroke_width(2)))
-                .map_err(e)?;
-            if legend {
-                let c = *col;
-                a.label(name.as_str()).legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(3))
-                });
+    for (_, col, p, mark) in series {
+        match *mark {
+            Mark::Line => {
+                chart
+                    .draw_series(LineSeries::new(p.iter().copied(), col.stroke_width(2)))
+                    .map_err(e)?;
             }
-        } else {
-            let a = chart
-                .draw_series(p.iter().map(|&(x, y)| Circle::new((x, y), 2, style)))
-                .map_err(e)?;
-            if legend {
-                let c = *col;
-                a.label(name.as_str())
-                    .legend(move |(x, y)| Circle::new((x + 9, y), 4, c.filled()));
+            Mark::Dot(r) => {
+                chart
+                    .draw_series(p.iter().map(|&(x, y)| Circle::new((x, y), r, col.filled())))
+                    .map_err(e)?;
             }
         }
     }
     if legend {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font((FONT, 14))
-            .draw()
+        for (i, (name, col, _, mark)) in series.iter().enumerate() {
+            let y = 40 + 24 * i as i32;
+            if *mark == Mark::Line {
+                side.draw(&PathElement::new(
+                    vec![(10, y), (34, y)],
+                    col.stroke_width(3),
+                ))
+                .map_err(e)?;
+            } else {
+                side.draw(&Circle::new((22, y), 4, col.filled()))
+                    .map_err(e)?;
+            }
+            side.draw(&Text::new(
+                name.as_str(),
+                (42, y - 8),
+                (FONT, 14).into_font().color(&BLACK),
+            ))
             .map_err(e)?;
+        }
     }
     root.present().map_err(e)?;
     Ok(())
@@ -123,6 +161,7 @@ fn render(
     ylabel: &str,
     series: &[Series],
     legend: bool,
+    xr: (f64, f64),
 ) -> Result<Vec<PathBuf>, String> {
     let png = dir.join(format!("{name}.png"));
     let svg = dir.join(format!("{name}.svg"));
@@ -132,6 +171,7 @@ fn render(
         ylabel,
         series,
         legend,
+        xr,
     )?;
     draw(
         SVGBackend::new(&svg, (W, H)).into_drawing_area(),
@@ -139,6 +179,7 @@ fn render(
         ylabel,
         series,
         legend,
+        xr,
     )?;
     Ok(vec![png, svg])
 }
@@ -226,6 +267,25 @@ pub fn plot_dir(dir: &Path, bdi: Option<&str>) -> Result<Vec<PathBuf>, String> {
         ));
     }
     let mut out = Vec::new();
+    // one time axis for all of a run's graphs
+    let ts = bdp.iter().chain(&bdr).chain(&gds).map(|r| t(r));
+    let (mut x0, mut x1) = ts.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));
+    if x0 > x1 {
+        (x0, x1) = (0.0, 1.0);
+    }
+    if x1 - x0 < 1e-6 {
+        x1 = x0 + 1.0;
+    }
+    let xr = (x0, x1);
+    // the scenario's name, where the run left its summary
+    let scenario = std::fs::read_to_string(dir.join("summary.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("scenario")?.as_str().map(str::to_string));
+    let named = |what: &str| match &scenario {
+        Some(n) => format!("{n}: {what}, bdi {bdi}"),
+        None => format!("{what}, bdi {bdi}"),
+    };
 
     // 1. dirty pages and the control points
     let gdirty: Vec<(f64, f64)> = gds
@@ -234,48 +294,56 @@ pub fn plot_dir(dir: &Path, bdi: Option<&str>) -> Result<Vec<PathBuf>, String> {
         .collect();
     let mut s: Vec<Series> = vec![
         (
-            "dirty+writeback (global_dirty_state)".into(),
-            RGBColor(255, 187, 120),
-            gdirty,
-            false,
-        ),
-        (
             "dirty (balance_dirty_pages)".into(),
             RGBColor(214, 39, 40),
             field(&bdp, "dirty", 1.0),
-            false,
+            Mark::Dot(3),
+        ),
+        // drawn over the balance_dirty_pages points, which it mostly
+        // shares, so both stay visible
+        (
+            "dirty+writeback (global_dirty_state)".into(),
+            RGBColor(255, 160, 60),
+            gdirty,
+            Mark::Dot(1),
         ),
         (
             "setpoint".into(),
             RGBColor(44, 160, 44),
             field(&bdp, "setpoint", 1.0),
-            true,
+            Mark::Line,
         ),
         (
             "limit".into(),
             RGBColor(0, 0, 0),
             field(&bdp, "limit", 1.0),
-            true,
+            Mark::Line,
         ),
     ];
     let freerun: Vec<(f64, f64)> = gds
         .iter()
         .filter_map(|r| Some((t(r), (r.get("thresh")? + r.get("bg_thresh")?) as f64 / 2.0)))
         .collect();
-    s.push(("freerun".into(), RGBColor(31, 119, 180), freerun, true));
+    s.push((
+        "freerun".into(),
+        RGBColor(31, 119, 180),
+        freerun,
+        Mark::Line,
+    ));
     s.push((
         "background thresh".into(),
         RGBColor(148, 103, 189),
         field(&gds, "bg_thresh", 1.0),
-        true,
+        Mark::Line,
     ));
     out.extend(render(
         dir,
         "dirty",
-        &format!("dirty pages, bdi {bdi}"),
+        &named("dirty pages"),
         "pages",
         &s,
         true,
+        xr,
     )?);
 
     // 2. rates (MiB/s)
@@ -285,40 +353,41 @@ pub fn plot_dir(dir: &Path, bdi: Option<&str>) -> Result<Vec<PathBuf>, String> {
             "write_bw".into(),
             RGBColor(31, 119, 180),
             field(&bdr, "write_bw", k),
-            true,
+            Mark::Line,
         ),
         (
             "awrite_bw".into(),
             RGBColor(23, 190, 207),
             field(&bdr, "awrite_bw", k),
-            true,
+            Mark::Line,
         ),
         (
             "dirty_ratelimit".into(),
             RGBColor(214, 39, 40),
             field(&bdr, "dirty_ratelimit", k),
-            true,
+            Mark::Line,
         ),
         (
             "balanced_dirty_ratelimit".into(),
             RGBColor(44, 160, 44),
             field(&bdr, "balanced_dirty_ratelimit", k),
-            false,
+            Mark::Dot(2),
         ),
     ];
     s.push((
         "task_ratelimit (balance_dirty_pages)".into(),
         RGBColor(255, 127, 14),
         field(&bdp, "task_ratelimit", k),
-        false,
+        Mark::Dot(2),
     ));
     out.extend(render(
         dir,
         "ratelimit",
-        &format!("bandwidth and rate limits, bdi {bdi}"),
+        &named("bandwidth and rate limits"),
         "MiB/s",
         &s,
         true,
+        xr,
     )?);
 
     // 3. pause and period per task
@@ -336,24 +405,25 @@ pub fn plot_dir(dir: &Path, bdi: Option<&str>) -> Result<Vec<PathBuf>, String> {
                 .into_iter()
                 .map(|(x, y)| (x, y.max(0.0)))
                 .collect(),
-            false,
+            Mark::Dot(2),
         ));
         let pc = RGBColor(c.0 / 2 + 100, c.1 / 2 + 100, c.2 / 2 + 100);
         s.push((
             format!("period {pid}"),
             pc,
             field(&mine, "period", 1.0),
-            true,
+            Mark::Line,
         ));
     }
     let legend = pids.len() <= 6;
     out.extend(render(
         dir,
         "pause",
-        &format!("pause (points) and period (lines) per task, bdi {bdi}"),
+        &named("pause (points) and period (lines) per task"),
         "ms",
         &s,
         legend,
+        xr,
     )?);
     Ok(out)
 }
@@ -361,6 +431,18 @@ pub fn plot_dir(dir: &Path, bdi: Option<&str>) -> Result<Vec<PathBuf>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ticks_read_as_numbers_do() {
+        assert_eq!(tick(80000.0, 80000.0), "80,000");
+        assert_eq!(tick(1234567.0, 2e6), "1,234,567");
+        assert_eq!(tick(500.0, 1000.0), "500");
+        assert_eq!(tick(0.0, 1000.0), "0");
+        // a short axis keeps its decimal, a whole value does not need it
+        assert_eq!(tick(2.5, 5.0), "2.5");
+        assert_eq!(tick(2.0, 5.0), "2");
+        assert_eq!(tick(-1500.0, 3000.0), "-1,500");
+    }
 
     #[test]
     fn plots_the_writers_cgroup_wb() {
