@@ -986,7 +986,10 @@ pub fn run(
     }
     let trace_text = read(inst.join("trace"))?;
     // times relative to the start marker, as in the simulator
-    let mut recs = trace::parse(&trace_text);
+    let (mut recs, skipped) = trace::parse_counted(&trace_text);
+    if let Some(m) = skipped.describe("the kernel's trace") {
+        progress(&m);
+    }
     if !trace::rebase_on_start_marker(&mut recs) {
         return Err(failed("the trace lost its start marker (buffer overrun?)"));
     }

@@ -10,7 +10,7 @@
 //! - `pause`: pause and period of each balance_dirty_pages call, one colour
 //!   per task.
 
-use crate::trace::{parse, Record};
+use crate::trace::Record;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -67,6 +67,57 @@ pub fn tick(v: f64, span: f64) -> String {
     }
 }
 
+/// What the plot can show of `p` at `cols` x `rows` pixels over x in
+/// `xr` and y in 0..`y1`: for dots, the first point of each pixel cell
+/// (in time order); for lines, the first, lowest, highest and last point
+/// of each pixel column, in time order, which draws the same line. So a
+/// graph's size follows its pixels, not the run's length.
+fn decimate(
+    p: &[(f64, f64)],
+    mark: Mark,
+    xr: (f64, f64),
+    y1: f64,
+    cols: usize,
+    rows: usize,
+) -> Vec<(f64, f64)> {
+    let (x0, x1) = xr;
+    let col = |x: f64| ((((x - x0) / (x1 - x0)).clamp(0.0, 1.0)) * (cols - 1) as f64) as usize;
+    let row = |y: f64| (((y / y1).clamp(0.0, 1.0)) * (rows - 1) as f64) as usize;
+    match mark {
+        Mark::Dot(_) => {
+            let mut seen = vec![false; cols * rows];
+            p.iter()
+                .copied()
+                .filter(|&(x, y)| !std::mem::replace(&mut seen[col(x) * rows + row(y)], true))
+                .collect()
+        }
+        Mark::Line => {
+            let mut out = Vec::new();
+            let mut i = 0;
+            while i < p.len() {
+                let c = col(p[i].0);
+                let mut j = i;
+                while j < p.len() && col(p[j].0) == c {
+                    j += 1;
+                }
+                let run = &p[i..j];
+                let lo = (0..run.len())
+                    .min_by(|&a, &b| run[a].1.total_cmp(&run[b].1))
+                    .unwrap_or(0);
+                let hi = (0..run.len())
+                    .max_by(|&a, &b| run[a].1.total_cmp(&run[b].1))
+                    .unwrap_or(0);
+                let mut keep = vec![0, lo, hi, run.len() - 1];
+                keep.sort_unstable();
+                keep.dedup();
+                out.extend(keep.into_iter().map(|k| run[k]));
+                i = j;
+            }
+            out
+        }
+    }
+}
+
 /// Width of the legend panel right of the data.
 const LEGEND_W: u32 = 270;
 
@@ -115,16 +166,23 @@ where
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(e)?;
+    // the data area's pixels bound what is drawn
+    let (cols, rows) = plot.dim_in_pixel();
+    let (cols, rows) = (cols.max(2) as usize, rows.max(2) as usize);
     for (_, col, p, mark) in series {
+        let p = decimate(p, *mark, xr, y1, cols, rows);
         match *mark {
             Mark::Line => {
                 chart
-                    .draw_series(LineSeries::new(p.iter().copied(), col.stroke_width(2)))
+                    .draw_series(LineSeries::new(p, col.stroke_width(2)))
                     .map_err(e)?;
             }
             Mark::Dot(r) => {
                 chart
-                    .draw_series(p.iter().map(|&(x, y)| Circle::new((x, y), r, col.filled())))
+                    .draw_series(
+                        p.into_iter()
+                            .map(|(x, y)| Circle::new((x, y), r, col.filled())),
+                    )
                     .map_err(e)?;
             }
         }
@@ -224,7 +282,10 @@ pub fn plot_dir(dir: &Path, bdi: Option<&str>) -> Result<Vec<PathBuf>, String> {
     let tp = dir.join("trace.txt");
     let text =
         std::fs::read_to_string(&tp).map_err(|e| format!("cannot read {}: {e}", tp.display()))?;
-    let mut recs = parse(&text);
+    let (mut recs, skipped) = crate::trace::parse_counted(&text);
+    if let Some(m) = skipped.describe(&tp.display().to_string()) {
+        eprintln!("wbsim: plot: {m}");
+    }
     // a live run's trace: times from its start marker, as in wbsim's
     crate::trace::rebase_on_start_marker(&mut recs);
     let bdp_all: Vec<&Record> = recs
@@ -431,6 +492,32 @@ pub fn plot_dir(dir: &Path, bdi: Option<&str>) -> Result<Vec<PathBuf>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decimation_keeps_what_the_pixels_show() {
+        // 10000 dots over 100 columns x 10 rows: at most one a cell
+        let p: Vec<(f64, f64)> = (0..10_000).map(|i| (i as f64, (i % 7) as f64)).collect();
+        let d = decimate(&p, Mark::Dot(2), (0.0, 9999.0), 6.0, 100, 10);
+        assert!(d.len() <= 1000 && d.len() >= 100, "{}", d.len());
+        // in time order, the first point kept
+        assert_eq!(d[0], (0.0, 0.0));
+        assert!(d.windows(2).all(|w| w[0].0 < w[1].0));
+        // a line keeps each column's first, lowest, highest and last point
+        let l: Vec<(f64, f64)> = vec![(0.0, 5.0), (0.1, 9.0), (0.2, 1.0), (0.3, 4.0), (5.0, 2.0)];
+        let d = decimate(&l, Mark::Line, (0.0, 5.0), 10.0, 10, 10);
+        assert_eq!(
+            d,
+            vec![(0.0, 5.0), (0.1, 9.0), (0.2, 1.0), (0.3, 4.0), (5.0, 2.0)]
+        );
+        let many: Vec<(f64, f64)> = (0..1000)
+            .map(|i| (i as f64 / 1000.0, (i % 10) as f64))
+            .collect();
+        let d = decimate(&many, Mark::Line, (0.0, 1.0), 10.0, 10, 10);
+        // 10 columns x at most 4 points
+        assert!(d.len() <= 40, "{}", d.len());
+        assert_eq!(d.first(), many.first());
+        assert_eq!(d.last(), many.last());
+    }
 
     #[test]
     fn ticks_read_as_numbers_do() {

@@ -234,8 +234,14 @@ pub fn parse_line(line: &str) -> Option<Record> {
     let colon = rest.find(": ")?;
     let ts_s = &rest[..colon];
     let (secs, usecs) = ts_s.split_once('.')?;
-    let ts = secs.trim().parse::<u64>().ok()? * NSEC_PER_SEC
-        + usecs.parse::<u64>().ok()? * NSEC_PER_USEC;
+    // a timestamp past u64 nanoseconds is not a kernel's: the line is
+    // skipped, not wrapped
+    let ts = secs
+        .trim()
+        .parse::<u64>()
+        .ok()?
+        .checked_mul(NSEC_PER_SEC)?
+        .checked_add(usecs.parse::<u64>().ok()?.checked_mul(NSEC_PER_USEC)?)?;
     let rest = &rest[colon + 2..];
     let (event, body) = match rest.find(": ") {
         Some(i) => (&rest[..i], &rest[i + 2..]),
@@ -301,6 +307,51 @@ pub fn parse(text: &str) -> Vec<Record> {
     text.lines().filter_map(parse_line).collect()
 }
 
+/// Lines of a trace that are neither comments nor events the parser reads
+/// (`CPU:1 [LOST 120 EVENTS]`, a truncated line, a timestamp that
+/// overflows): how many, and the first with its line number.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Skipped {
+    pub count: u64,
+    pub first: Option<(usize, String)>,
+}
+
+impl Skipped {
+    /// "skipped 12 lines: first at line 3401: ..." (None when none were).
+    pub fn describe(&self, file: &str) -> Option<String> {
+        let (n, l) = self.first.as_ref()?;
+        let mut l: String = l.chars().take(120).collect();
+        l = l
+            .chars()
+            .map(|c| if c.is_control() { '?' } else { c })
+            .collect();
+        Some(format!(
+            "{file}: skipped {} line{} the parser does not read: first at line {n}: {l}",
+            self.count,
+            if self.count == 1 { "" } else { "s" }
+        ))
+    }
+}
+
+/// [`parse`], counting the lines it skips.
+pub fn parse_counted(text: &str) -> (Vec<Record>, Skipped) {
+    let mut recs = Vec::new();
+    let mut sk = Skipped::default();
+    for (i, l) in text.lines().enumerate() {
+        match parse_line(l) {
+            Some(r) => recs.push(r),
+            None if l.starts_with('#') || l.trim().is_empty() => {}
+            None => {
+                sk.count += 1;
+                if sk.first.is_none() {
+                    sk.first = Some((i + 1, l.to_string()));
+                }
+            }
+        }
+    }
+    (recs, sk)
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -330,6 +381,30 @@ mod tests {
         let ts = recs[0].ts;
         assert!(!rebase_on_start_marker(&mut recs));
         assert_eq!(recs[0].ts, ts);
+    }
+
+    #[test]
+    fn skipped_lines_are_counted_and_overflowing_times_refused() {
+        let text = "# tracer: nop\n\
+            \n\
+                          dd-1 [000] .....     1.000000: writeback_pages_written: 12\n\
+            CPU:1 [LOST 120 EVENTS]\n\
+                          dd-1 [000] ..... 99999999999999.999999: writeback_pages_written: 1\n\
+                          dd-1 [000] .....     2.000000: writeback_pages_written: 13\n";
+        let (recs, sk) = parse_counted(text);
+        assert_eq!(recs.len(), 2);
+        assert_eq!(sk.count, 2);
+        assert_eq!(sk.first, Some((4, "CPU:1 [LOST 120 EVENTS]".to_string())));
+        assert_eq!(
+            sk.describe("t/trace.txt").unwrap(),
+            "t/trace.txt: skipped 2 lines the parser does not read: first at line 4: CPU:1 [LOST 120 EVENTS]"
+        );
+        assert_eq!(Skipped::default().describe("x"), None);
+        // 18446744073709 s is the last second u64 ns can hold
+        let edge = "  dd-1 [000] ..... 18446744073.709551: writeback_pages_written: 1";
+        assert_eq!(parse_line(edge).unwrap().ts, 18_446_744_073_709_551_000);
+        let over = "  dd-1 [000] ..... 18446744074.000000: writeback_pages_written: 1";
+        assert!(parse_line(over).is_none());
     }
 
     #[test]
