@@ -505,3 +505,52 @@ fn offset_reads_the_region_after_it() {
     assert_eq!(f.present.next_at_or_after(0), Some(64 * MIB / 4096));
     assert_eq!(k.ra.pages_read, 64 * MIB / 4096);
 }
+
+/// The median over a run's write clones of their clat p50 and p90, ns.
+fn clat_p50_p90(k: &Kernel) -> (u64, u64) {
+    let mut v: Vec<Vec<u64>> = k
+        .fio
+        .clones
+        .iter()
+        .map(|c| {
+            let h = &c.stats.clat_hist[Dir::Write.idx()];
+            h.percentiles(c.stats.clat[Dir::Write.idx()].samples, &[50.0, 90.0])
+        })
+        .collect();
+    v.sort_unstable();
+    (v[v.len() / 2][0], v[v.len() / 2][1])
+}
+
+/// `machine.cost.cache_miss`: random 4k writers into fallocated 512 MiB
+/// files pay the page cache's cold xarray walk (3 levels, 6 lines) at
+/// every write, and the extent status tree's walk once writeback has
+/// fragmented the tree (here the later writes: the run is 6 s);
+/// sequential writers pay neither.
+#[test]
+fn random_buffered_writes_pay_cold_lookups_sequential_ones_do_not() {
+    let lat = |rw: Rw, miss: &str| {
+        let sc = scenario("type = \"throttled\"\nwrite_bps = \"50MiB/s\"", "6s")
+            + &format!(
+                "[machine.cost]\ncache_miss = \"{miss}\"\n[vm]\ndirty_bytes = \"200M\"\n\
+                 dirty_background_bytes = \"100M\"\n"
+            );
+        let mut j = job("w", rw, 4096);
+        j.numjobs = 4;
+        j.size = Some(FioSize::Bytes(512 * MIB));
+        clat_p50_p90(&run(&sc, vec![j]))
+    };
+    let (seq0, seq1) = (lat(Rw::Write, "0ns"), lat(Rw::Write, "100ns"));
+    let (rnd0, rnd1) = (lat(Rw::RandWrite, "0ns"), lat(Rw::RandWrite, "100ns"));
+    assert_eq!(seq0, seq1, "sequential writers find their lookups cached");
+    assert_eq!(seq0, rnd0, "without the cost, random writes cost the same");
+    // every random write: 6 xarray lines (fio's histogram buckets them)
+    let xa = rnd1.0 - rnd0.0;
+    assert!((560..=640).contains(&xa), "random p50 {rnd0:?} -> {rnd1:?}");
+    // the later ones also walk a tree of thousands of entries (12-16
+    // nodes)
+    let tree = rnd1.1 - rnd0.1 - xa;
+    assert!(
+        (1_100..=1_700).contains(&tree),
+        "random p90 {rnd0:?} -> {rnd1:?}"
+    );
+}

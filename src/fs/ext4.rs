@@ -41,6 +41,9 @@ pub struct Ext4Sb {
     /// Pages of each inode whose blocks are unwritten extents (fallocate):
     /// writeback maps and converts them as it does delalloc blocks.
     pub unwritten: BTreeMap<InodeId, crate::mm::filemap::RangeSet>,
+    /// Each inode's extent status tree's `cache_es`: the entry its last
+    /// lookup found, as pages `[start, end)` (fs/ext4_es.rs).
+    pub es_cache: BTreeMap<InodeId, (u64, u64)>,
 }
 
 impl Ext4Sb {

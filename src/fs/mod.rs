@@ -20,6 +20,7 @@
 
 pub mod direct_io;
 pub mod ext4;
+pub mod ext4_es;
 pub mod ext4_meta;
 pub mod fs_writeback;
 pub mod inode;
@@ -33,6 +34,7 @@ pub mod xfs_meta;
 use crate::block::{Bio, BioOwner};
 use crate::kernel::{InodeId, Kernel, Pid, WbId};
 use crate::mm::filemap::RangeSet;
+use crate::sim::Ns;
 
 pub const I_DIRTY_PAGES: u32 = 1 << 2;
 /// Evicted: the inode is gone (its id is never used again).
@@ -280,6 +282,18 @@ impl Kernel {
     pub fn fs_writepages_trans_start(&mut self, pid: Pid, ino: InodeId) -> bool {
         let inode = &self.inodes[ino];
         inode.bdev || self.fs_trans_start(inode.sb as usize, pid, true)
+    }
+
+    /// CPU time ->write_begin's block mapping of pages `[p0, p1)` of `ino`
+    /// spends in the filesystem's lookups (`ext4_da_get_block_prep` →
+    /// `ext4_da_map_blocks` for pages new in the cache, whose buffers are
+    /// not mapped). XFS's iext lookups are not modelled.
+    pub fn fs_write_begin_map_cost(&mut self, ino: InodeId, p0: u64, p1: u64) -> Ns {
+        let inode = &self.inodes[ino];
+        match self.sbs[inode.sb as usize].fs {
+            FsType::Ext4(_) if !inode.bdev => self.ext4_da_map_blocks_cost(ino, p0, p1),
+            _ => 0,
+        }
     }
 
     /// Whether ->writepages of `ino` starts a transaction for every round

@@ -178,6 +178,10 @@ pub struct CachedFile {
     /// Where clean-page reclaim continues in this file (an LRU stand-in:
     /// pages read longest ago go first for a sequential reader).
     pub reclaim_cursor: u64,
+    /// The index of the last buffered write's page-cache lookup: its path
+    /// through the xarray is what the CPU caches hold of it
+    /// (`filemap_get_folio_cost`).
+    pub last_lookup: Option<u64>,
 }
 
 /// The read side's state: the files that are read, and its counters.

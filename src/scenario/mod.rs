@@ -46,6 +46,13 @@ pub struct CpuCost {
     /// is first touched, once `machine.host_backed_free` is used up
     /// (mm/page_reporting.rs). 0 on bare metal.
     pub host_fault: Ns,
+    /// A cold cache line: one load that misses the CPU caches (DRAM, and
+    /// under a hypervisor the nested page walk with it). A lookup at a
+    /// random position walks a kernel index whose nodes are not cached:
+    /// the page cache's xarray (`__filemap_get_folio`) and ext4's extent
+    /// status tree (`ext4_es_lookup_extent`) pay it per node (mm/filemap.rs,
+    /// fs/ext4_es.rs). 0: lookups cost nothing beyond `syscall`.
+    pub cache_miss: Ns,
     /// Flusher: per page prepared for writeback (writepages, block mapping).
     pub writeback_per_page: Ns,
     /// Per bio built and submitted.
@@ -96,6 +103,7 @@ impl CpuCost {
             copy_per_kib: s(self.copy_per_kib),
             page_cache_insert: s(self.page_cache_insert),
             host_fault: s(self.host_fault),
+            cache_miss: s(self.cache_miss),
             writeback_per_page: s(self.writeback_per_page),
             bio_submit: s(self.bio_submit),
             file_create: s(self.file_create),
@@ -808,6 +816,7 @@ fn read_machine(r: &mut Reader) -> Result<Machine, ScenarioError> {
         copy_per_kib: r.cost("machine.cost.copy_per_kib", 80)?,
         page_cache_insert: r.cost("machine.cost.page_cache_insert", 300)?,
         host_fault: r.cost("machine.cost.host_fault", 0)?,
+        cache_miss: r.cost("machine.cost.cache_miss", 0)?,
         writeback_per_page: r.cost("machine.cost.writeback_per_page", 150)?,
         bio_submit: r.cost("machine.cost.bio_submit", 2 * NSEC_PER_USEC)?,
         file_create: r.cost("machine.cost.file_create", 15 * NSEC_PER_USEC)?,

@@ -1467,6 +1467,14 @@ impl Kernel {
                         (p1 - p0) - f.present.overlap(p0, p1)
                     });
                 let host = self.page_alloc_host_cost(new);
+                // write_begin's lookups: the page in the page cache, and
+                // for a new page its block in the filesystem
+                let lookup = self.filemap_get_folio_cost(ino, p0)
+                    + if new > 0 {
+                        self.fs_write_begin_map_cost(ino, p0, p1)
+                    } else {
+                        0
+                    };
                 let kib = io.bytes.div_ceil(1024);
                 // balance_dirty_pages itself runs only when this write's
                 // pages reach the task's check (nr_dirtied_pause), as for
@@ -1482,6 +1490,7 @@ impl Kernel {
                     + kib * cost.copy_per_kib
                     + new * cost.page_cache_insert
                     + host
+                    + lookup
                     + bdp;
                 self.tasks[pid].wchar += io.bytes;
                 t.stage = Stage::BufWrite { io, p: p0, end: p1 };
