@@ -13,8 +13,10 @@
 
 use crate::sim::Ns;
 
-fn split_num(s: &str) -> Result<(f64, u128, u128, &str), String> {
-    // returns (approx value, integer part, fraction as (num, den) packed), suffix
+/// A number with an optional decimal fraction and a suffix: the integer
+/// part, the fraction as the exact ratio num/den (den a power of ten), and
+/// the suffix.
+fn split_num(s: &str) -> Result<(u128, u128, u128, &str), String> {
     let s = s.trim();
     if s.starts_with('-') {
         return Err("a negative value".into());
@@ -48,13 +50,14 @@ fn split_num(s: &str) -> Result<(f64, u128, u128, &str), String> {
         frac.parse().map_err(|_| "a malformed number".to_string())?
     };
     let fden: u128 = 10u128.pow(frac.len() as u32);
-    Ok((0.0, ip, fnum * (1u128 << 64) / fden, suffix.trim()))
+    Ok((ip, fnum, fden, suffix.trim()))
 }
 
-fn scale(ip: u128, frac64: u128, mult: u128) -> Result<u64, String> {
+/// (ip + fnum/fden) * mult, rounded down, exactly.
+fn scale(ip: u128, fnum: u128, fden: u128, mult: u128) -> Result<u64, String> {
     let v = ip
         .checked_mul(mult)
-        .and_then(|x| x.checked_add((frac64 * mult) >> 64))
+        .and_then(|x| x.checked_add(fnum.checked_mul(mult)? / fden))
         .ok_or("a value too large")?;
     u64::try_from(v).map_err(|_| "a value too large".to_string())
 }
@@ -82,11 +85,17 @@ const TIME_EXPECT: &str = "a duration such as 60s, 100ms, 250us or 2min";
 
 /// Parse a size in bytes.
 pub fn parse_size(s: &str) -> Result<u64, String> {
-    let (_, ip, fr, suf) =
+    let (ip, fnum, fden, suf) =
         split_num(s).map_err(|e| format!("{e} in `{s}`; expected {SIZE_EXPECT}"))?;
     let m = size_mult(suf)
         .ok_or_else(|| format!("unknown size suffix `{suf}` in `{s}`; expected {SIZE_EXPECT}"))?;
-    scale(ip, fr, m).map_err(|e| format!("{e} in `{s}`"))
+    // a size is whole bytes: 1.5k is 1536, 1024.9 is no size
+    if (fnum * m) % fden != 0 {
+        return Err(format!(
+            "`{s}` is not a whole number of bytes; expected {SIZE_EXPECT}"
+        ));
+    }
+    scale(ip, fnum, fden, m).map_err(|e| format!("{e} in `{s}`"))
 }
 
 /// Parse a rate in bytes per second.
@@ -96,16 +105,16 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
         .strip_suffix("/s")
         .or_else(|| t.strip_suffix("ps"))
         .ok_or_else(|| format!("`{s}` has no `/s`; expected {RATE_EXPECT}"))?;
-    let (_, ip, fr, suf) =
+    let (ip, fnum, fden, suf) =
         split_num(body).map_err(|e| format!("{e} in `{s}`; expected {RATE_EXPECT}"))?;
     let m = size_mult(suf)
         .ok_or_else(|| format!("unknown size suffix `{suf}` in `{s}`; expected {RATE_EXPECT}"))?;
-    scale(ip, fr, m).map_err(|e| format!("{e} in `{s}`"))
+    scale(ip, fnum, fden, m).map_err(|e| format!("{e} in `{s}`"))
 }
 
 /// Parse a duration in nanoseconds.
 pub fn parse_duration(s: &str) -> Result<Ns, String> {
-    let (_, ip, fr, suf) =
+    let (ip, fnum, fden, suf) =
         split_num(s).map_err(|e| format!("{e} in `{s}`; expected {TIME_EXPECT}"))?;
     let m: u128 = match suf {
         "ns" => 1,
@@ -121,7 +130,7 @@ pub fn parse_duration(s: &str) -> Result<Ns, String> {
             ))
         }
     };
-    scale(ip, fr, m).map_err(|e| format!("{e} in `{s}`"))
+    scale(ip, fnum, fden, m).map_err(|e| format!("{e} in `{s}`"))
 }
 
 /// Format bytes compactly for humans (`200MiB`, `4KiB`, `1.5GiB`).
@@ -142,6 +151,22 @@ pub fn fmt_bytes(b: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn sizes_are_whole_bytes_and_fractions_exact() {
+        use super::parse_size;
+        assert_eq!(parse_size("1.5k"), Ok(1536));
+        assert_eq!(parse_size("1.001KB"), Ok(1001));
+        assert_eq!(parse_size("0.25K"), Ok(256));
+        let e = parse_size("1024.9").unwrap_err();
+        assert!(e.contains("not a whole number of bytes"), "{e}");
+        assert!(parse_size("1.1G").is_err());
+        // rates and durations round down
+        assert_eq!(super::parse_rate("1.5B/s"), Ok(1));
+        assert_eq!(super::parse_duration("1.5ns"), Ok(1));
+        assert_eq!(super::parse_duration("0.001s"), Ok(1_000_000));
+    }
+
     use super::*;
 
     #[test]

@@ -389,3 +389,67 @@ fn help_explains_a_key_a_prefix_or_all() {
     assert!(o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("Usage: wbsim check"));
 }
+
+#[test]
+fn what_the_kernel_refuses_or_no_machine_has_is_refused_with_its_source() {
+    let check = |args: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_wbsim"))
+            .arg("check")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, e) = check(&["--set", "vm.dirty_bytes=0"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        e.contains(
+            "--set vm.dirty_bytes=0: `vm.dirty_bytes` = 0 is below the kernel's minimum of 2 pages"
+        ),
+        "{e}"
+    );
+    let (code, e) = check(&["--set", "vm.dirty_background_bytes=0"]);
+    assert_eq!(code, Some(2), "{e}");
+    let (code, e) = check(&["--set", "machine.cost.page_cache_insert=900_s"]);
+    assert_eq!(code, Some(2));
+    assert!(e.contains("is not a CPU cost of one operation"), "{e}");
+    let (code, e) = check(&["--set", "jobs.dd.bs=1024.9"]);
+    assert_eq!(code, Some(2));
+    assert!(e.contains("not a whole number of bytes"), "{e}");
+    // a check of values together names the --set, not the built-in file
+    let (code, e) = check(&["--set", "machine.memory=1M"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        e.contains("<built-in default scenario> with --set machine.memory=1M: "),
+        "{e}"
+    );
+    // an unreadable file: no ":0"
+    let (code, e) = check(&["/nonexistent/s.toml"]);
+    assert_eq!(code, Some(2));
+    assert!(e.contains("error: /nonexistent/s.toml: cannot read"), "{e}");
+}
+
+#[test]
+fn a_bad_out_is_refused_before_the_run() {
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_wbsim"))
+        .args([
+            "run",
+            "--out",
+            "/proc/wbsim-cannot-write-here",
+            "--set",
+            "run.duration=600s",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        e.contains("cannot write to /proc/wbsim-cannot-write-here"),
+        "{e}"
+    );
+    // refused at once: no summary was printed
+    assert!(o.stdout.is_empty());
+}

@@ -266,6 +266,10 @@ pub fn main() -> i32 {
                 Ok(sc) => sc,
                 Err(e) => return bad_input(&e),
             };
+            if let Err(e) = writable_dir(&out) {
+                eprintln!("wbsim: error: cannot write to {}: {e}", shown(&out));
+                return 2;
+            }
             match live_once(&sc, quiet, probe_host).map(|(r, _)| r) {
                 Ok(r) => {
                     if let Err(e) = write_outputs(&out, &r) {
@@ -359,17 +363,16 @@ pub fn main() -> i32 {
                 Ok(sc) => sc,
                 Err(e) => return bad_input(&e),
             };
-            // fio's logs are written into the output directory as the
-            // run goes, so it is made first
+            // the output directory is made and checked before the run, so
+            // a bad --out does not cost the results (and fio's logs are
+            // written into it as the run goes)
             let has_fio = sc
                 .jobs
                 .iter()
                 .any(|j| matches!(j.kind, crate::scenario::JobKind::Fio(_)));
-            if has_fio {
-                if let Err(e) = std::fs::create_dir_all(&out) {
-                    eprintln!("wbsim: error: cannot write to {}: {e}", out.display());
-                    return 2;
-                }
+            if let Err(e) = writable_dir(&out) {
+                eprintln!("wbsim: error: cannot write to {}: {e}", shown(&out));
+                return 2;
             }
             let opts = crate::output::SimOpts {
                 trace: true,
@@ -448,6 +451,14 @@ pub(crate) fn simulate_with_progress(
         }
     }
     r
+}
+
+/// Make `dir` and check that a file can be written in it.
+pub(crate) fn writable_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let probe = dir.join(format!(".wbsim-write-check-{}", std::process::id()));
+    std::fs::write(&probe, b"")?;
+    std::fs::remove_file(&probe)
 }
 
 /// A path as the user would write it: `.` components and doubled or

@@ -513,7 +513,21 @@ impl Scenario {
         for s in sets {
             raw.apply_set(s)?;
         }
-        build(raw, name)
+        // a check of several values names the file and the --sets, not
+        // the built-in scenario
+        build(raw, name).map_err(|mut e| {
+            if e.origin == Origin::Builtin {
+                e.origin = Origin::Derived {
+                    file: if file == "<built-in default>" {
+                        "<built-in default scenario>".into()
+                    } else {
+                        file.into()
+                    },
+                    sets: sets.to_vec(),
+                };
+            }
+            e
+        })
     }
 }
 
@@ -753,8 +767,20 @@ impl Reader {
         Ok(Some((s, e)))
     }
 
+    /// A CPU cost: a duration of at most a second (a cost of 900 s a page
+    /// is a typo for 900ns, not a machine).
     pub(crate) fn cost(&mut self, path: &str, default: Ns) -> Result<Ns, ScenarioError> {
-        Ok(self.duration(path)?.map(|x| x.0).unwrap_or(default))
+        match self.duration(path)? {
+            Some((v, e)) if v > 1_000_000_000 => err(
+                &e.origin,
+                format!(
+                    "`{path}` = {} s is not a CPU cost of one operation; expected at most 1s, e.g. \"900ns\" or \"2us\"",
+                    v / 1_000_000_000
+                ),
+            ),
+            Some((v, _)) => Ok(v),
+            None => Ok(default),
+        }
     }
 }
 
@@ -860,18 +886,11 @@ fn read_vm(r: &mut Reader, page_size: u64) -> Result<Vm, ScenarioError> {
         writes.push((e.order, VmKnob::DirtyBackgroundRatio, v));
     }
     if let Some((v, e)) = r.size("vm.dirty_bytes")? {
-        if v != 0 && v < 2 * page_size {
-            return err(
-                &e.origin,
-                format!(
-                    "`vm.dirty_bytes` = {v} is below the kernel's minimum of 2 pages ({})",
-                    2 * page_size
-                ),
-            );
-        }
+        check_bytes_knob("vm.dirty_bytes", v, page_size, &e)?;
         writes.push((e.order, VmKnob::DirtyBytes, v));
     }
     if let Some((v, e)) = r.size("vm.dirty_background_bytes")? {
+        check_bytes_knob("vm.dirty_background_bytes", v, page_size, &e)?;
         writes.push((e.order, VmKnob::DirtyBackgroundBytes, v));
     }
     writes.sort_by_key(|w| w.0);
@@ -1586,6 +1605,33 @@ fn read_events(
     Ok(events)
 }
 
+/// The kernel's minimums for the `*_bytes` dirty knobs (the sysctl
+/// table's `extra1`): two pages for `vm.dirty_bytes`
+/// (`dirty_bytes_min`), one byte for `vm.dirty_background_bytes`. Writing
+/// less is refused with EINVAL; 0 does not mean "use the ratio" (writing
+/// the ratio does that).
+fn check_bytes_knob(knob: &str, v: u64, page_size: u64, e: &Entry) -> Result<(), ScenarioError> {
+    let (min, what, ratio) = if knob == "vm.dirty_bytes" {
+        (
+            2 * page_size,
+            format!("2 pages ({})", 2 * page_size),
+            "vm.dirty_ratio",
+        )
+    } else {
+        (1, "1 byte".to_string(), "vm.dirty_background_ratio")
+    };
+    if v < min {
+        return err(
+            &e.origin,
+            format!(
+                "`{knob}` = {v} is below the kernel's minimum of {what}, which refuses it; \
+                 to use a ratio instead, set `{ratio}` (writing it zeroes `{knob}`, as in the kernel)"
+            ),
+        );
+    }
+    Ok(())
+}
+
 /// One knob of an event, read from a reader that holds it alone.
 fn read_knob_write(
     one: &mut Reader,
@@ -1606,19 +1652,13 @@ fn read_knob_write(
         let v = match k {
             VmKnob::DirtyRatio | VmKnob::DirtyBackgroundRatio => one.uint(knob, 0, 100)?,
             VmKnob::DirtyExpireCentisecs => one.uint(knob, 0, i32::MAX as u64)?,
-            VmKnob::DirtyBytes => match one.size(knob)? {
-                Some((v, e)) if v < 2 * page_size => {
-                    return err(
-                        &e.origin,
-                        format!(
-                            "`{knob}` = {v} is below the kernel's minimum of 2 pages ({})",
-                            2 * page_size
-                        ),
-                    )
+            VmKnob::DirtyBytes | VmKnob::DirtyBackgroundBytes => {
+                let x = one.size(knob)?;
+                if let Some((v, e)) = &x {
+                    check_bytes_knob(knob, *v, page_size, e)?;
                 }
-                x => x,
-            },
-            VmKnob::DirtyBackgroundBytes => one.size(knob)?,
+                x
+            }
         };
         return Ok(KnobWrite::Vm(k, v.expect("inserted").0));
     }

@@ -32,17 +32,39 @@ impl RawVal {
 /// Where a value came from, for error messages.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Origin {
-    File { file: String, line: usize },
-    Set { arg: String },
+    File {
+        file: String,
+        line: usize,
+    },
+    Set {
+        arg: String,
+    },
     Builtin,
+    /// A check of values taken together (memory against anon and reserve,
+    /// a device no filesystem names): the scenario file and the `--set`s
+    /// applied to it.
+    Derived {
+        file: String,
+        sets: Vec<String>,
+    },
 }
 
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            // line 0: the file as a whole (it could not be read)
+            Origin::File { file, line: 0 } => write!(f, "{file}"),
             Origin::File { file, line } => write!(f, "{file}:{line}"),
             Origin::Set { arg } => write!(f, "--set {arg}"),
             Origin::Builtin => write!(f, "<built-in default scenario>"),
+            Origin::Derived { file, sets } => {
+                write!(f, "{file}")?;
+                if !sets.is_empty() {
+                    let s: Vec<String> = sets.iter().map(|s| format!("--set {s}")).collect();
+                    write!(f, " with {}", s.join(", "))?;
+                }
+                Ok(())
+            }
         }
     }
 }
