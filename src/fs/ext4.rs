@@ -607,6 +607,54 @@ mod tests {
         Kernel::new(sc, crate::trace::Tracer::disabled())
     }
 
+    /// jbd2's `do_get_write_access`: a block whose page still waits for
+    /// its write in place when a new transaction changes it loses its dirty
+    /// buffer; writeback of that page writes nothing (the page ends
+    /// writeback at once), its neighbours are written.
+    #[test]
+    fn a_block_changed_again_before_its_write_in_place_is_not_written() {
+        let mut k = machine();
+        let sb = 0;
+        let bdev = k.sbs[sb].ext4().meta.as_deref().unwrap().bdev_inode;
+        let taken = |k: &Kernel| {
+            k.sbs[sb]
+                .ext4()
+                .meta
+                .as_deref()
+                .unwrap()
+                .journal
+                .taken
+                .clone()
+        };
+        // blocks 100..103 committed: dirty pages of the block device
+        k.filemap_dirty_range(0, bdev, 100, 3);
+        // a new transaction changes block 101, and block 200 (not dirty)
+        k.jbd2_journal_dirty_metadata(sb, 101);
+        k.jbd2_journal_dirty_metadata(sb, 200);
+        assert_eq!(taken(&k).ranges(), &[(101, 102)]);
+        // once only per transaction
+        k.jbd2_journal_dirty_metadata(sb, 101);
+        assert_eq!(taken(&k).count(), 1);
+        // the flusher's run over 100..103: 100 and 102 are written
+        assert_eq!(
+            k.jbd2_buffer_runs(bdev, 100, 3),
+            vec![(100, 1, true), (101, 1, false), (102, 1, true)]
+        );
+        assert!(taken(&k).is_empty());
+        // the same through blkdev_writepages: two bios, block 101 ends
+        // writeback without IO
+        k.sbs[sb].ext4_mut().journal().taken.insert(101, 102);
+        k.inodes[bdev].dirty.take_from(100, 3);
+        k.start_writeback_range(bdev, 3);
+        let before = k.devs[0].stat.bios_submitted;
+        k.blkdev_writepages(0, bdev, 100, 3, 0);
+        assert_eq!(k.devs[0].stat.bios_submitted, before + 2);
+        assert!(k.inodes[bdev].nr_writeback <= 2);
+        // a block device inode that is no journal's: all its pages written
+        let other = k.create_inode(0);
+        assert_eq!(k.jbd2_buffer_runs(other, 0, 4), vec![(0, 4, true)]);
+    }
+
     /// Two growing files allocated in turn (a flusher pass over two dd's
     /// files) each keep to their own preallocation: their blocks are not
     /// adjacent, so their bios cannot merge. Small files (under the
