@@ -554,3 +554,39 @@ fn random_buffered_writes_pay_cold_lookups_sequential_ones_do_not() {
         "random p90 {rnd0:?} -> {rnd1:?}"
     );
 }
+
+#[test]
+fn a_new_loop_writes_the_files_dirty_pages_back_first() {
+    // dirty limits far above the file: the flusher's background writeback
+    // never starts and nothing expires in the run
+    let sc = scenario("type = \"ssd\"", "3s").replace(
+        "[run]",
+        "[vm]\ndirty_bytes = \"2G\"\ndirty_background_bytes = \"1G\"\n[run]",
+    );
+    let mut j = job("w", Rw::RandWrite, 4096);
+    j.size = Some(FioSize::Bytes(4 * MIB));
+    j.time_based = true;
+    j.runtime = Some(2_000_000_000);
+    let k = run(&sc, vec![j.clone()]);
+    let written = k.devs[0].stat.write_sectors * 512;
+    let done = bytes(&k, Dir::Write);
+    assert!(
+        done > 40 * 4 * MIB,
+        "{done} bytes: many passes over the file"
+    );
+    // loop_cache_invalidate: each pass's POSIX_FADV_DONTNEED writes back
+    // the file's dirty pages, so a new pass rewrites pages under writeback
+    // and every write reaches the device, less the last pass's pages
+    assert!(
+        written + 4 * MIB >= done,
+        "{written} bytes written for {done} bytes of writes"
+    );
+    // without invalidate=1 the passes rewrite dirty pages in the cache
+    j.invalidate = false;
+    let k = run(&sc, vec![j]);
+    assert!(
+        k.devs[0].stat.write_sectors * 512 < 8 * MIB,
+        "{} bytes written without invalidate",
+        k.devs[0].stat.write_sectors * 512
+    );
+}

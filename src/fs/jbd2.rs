@@ -27,7 +27,7 @@
 //! journal runs out of space (the flusher or a task then writes the blocks
 //! in place itself), sync(2) commits, and jbd2's own tracepoints.
 
-use crate::kernel::{Ev, Kernel, Pid};
+use crate::kernel::{Ev, InodeId, Kernel, Pid};
 use crate::mm::filemap::RangeSet;
 use crate::sim::Ns;
 
@@ -78,6 +78,14 @@ pub struct Journal {
     pub committed_tid: Option<u32>,
     /// Tasks waiting for transaction `tid` to commit (an fsync).
     pub commit_waiters: Vec<(Pid, u32)>,
+    /// Blocks a transaction took back while their pages waited for
+    /// writeback in place: `do_get_write_access` clears the buffer's dirty
+    /// bit (it is `jbddirty` until that transaction commits), so the page
+    /// stays dirty but writeback finds no dirty buffer in it and writes
+    /// nothing (`__block_write_full_folio`). A block the running
+    /// transactions keep touching is written in place only when the
+    /// flusher reaches it between its commit and the next change.
+    pub taken: RangeSet,
 }
 
 impl Journal {
@@ -124,6 +132,7 @@ impl Kernel {
             committing_tid: 0,
             committed_tid: None,
             commit_waiters: Vec::new(),
+            taken: RangeSet::default(),
         }
     }
 
@@ -157,10 +166,20 @@ impl Kernel {
     /// `jbd2_journal_get_write_access` + `jbd2_journal_dirty_metadata`: the
     /// block joins the running transaction, which commits by size at once
     /// or by age when its timer fires.
+    ///
+    /// A block whose page waits for writeback in place from an earlier
+    /// commit is taken back (`Journal::taken`).
     pub fn jbd2_journal_dirty_metadata(&mut self, sb: usize, block: u64) {
         let now = self.now();
+        let m = self.sbs[sb].ext4_mut().meta();
+        let bdev = m.bdev_inode;
+        if m.journal.running.insert(block, block + 1) > 0
+            && self.inodes[bdev].dirty.overlap(block, block + 1) > 0
+        {
+            let j = self.sbs[sb].ext4_mut().journal();
+            j.taken.insert(block, block + 1);
+        }
         let j = self.sbs[sb].ext4_mut().journal();
-        j.running.insert(block, block + 1);
         if j.running_since.is_none() {
             j.running_since = Some(now);
             let (at, tid) = (now + j.commit_interval, j.tid);
@@ -322,6 +341,7 @@ impl Kernel {
         let task = j.task;
         let waiters = std::mem::take(&mut j.waiters);
         for &(s, e) in blocks.ranges() {
+            self.sbs[sb].ext4_mut().journal().taken.remove(s, e);
             self.filemap_dirty_range(task, bdev, s, e - s);
         }
         for p in waiters.into_iter().chain(woken) {
@@ -330,5 +350,36 @@ impl Kernel {
         if again && pending {
             self.jbd2_start_commit(sb);
         }
+    }
+
+    /// The pieces of a run `[start, start + n)` of block-device inode
+    /// `ino`'s pages that writeback takes, each with whether its buffers
+    /// are dirty: not those a transaction took back (`Journal::taken`,
+    /// which they leave). Only a journal's block device has any.
+    pub fn jbd2_buffer_runs(&mut self, ino: InodeId, start: u64, n: u64) -> Vec<(u64, u64, bool)> {
+        let sb = self.inodes[ino].sb as usize;
+        let e = start + n;
+        let j = match self.sbs[sb].fs {
+            crate::fs::FsType::Ext4(ref mut x) => match x.meta.as_mut() {
+                Some(m) if m.bdev_inode == ino => &mut m.journal,
+                _ => return vec![(start, n, true)],
+            },
+            _ => return vec![(start, n, true)],
+        };
+        if j.taken.overlap(start, e) == 0 {
+            return vec![(start, n, true)];
+        }
+        let mut out = Vec::new();
+        let mut p = start;
+        while p < e {
+            let (q, dirty) = match j.taken.run_end(p) {
+                Some(x) => (x.min(e), false),
+                None => (j.taken.next_at_or_after(p).map_or(e, |x| x.min(e)), true),
+            };
+            out.push((p, q - p, dirty));
+            p = q;
+        }
+        j.taken.remove(start, e);
+        out
     }
 }

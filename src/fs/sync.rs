@@ -27,8 +27,15 @@ pub enum Fsync {
     /// ->writepages has not started (it may wait for a journal handle).
     Start(InodeId),
     /// `do_writepages` in WB_SYNC_ALL mode, resumable across bursts, and
-    /// the pages the inode had blocks for before it.
-    Writing(Writepages, u64),
+    /// the pages the inode had blocks for before it; None for an
+    /// fdatawrite (`Fdatawrite`), which does not wait.
+    Writing(Writepages, Option<u64>),
+    /// `__filemap_fdatawrite_range` in WB_SYNC_NONE mode, as
+    /// `POSIX_FADV_DONTNEED` starts it (mm/fadvise.c `generic_fadvise`):
+    /// the caller writes the inode's dirty pages (waiting only for tags and
+    /// journal credits, as any writeback does) and goes on without waiting
+    /// for them.
+    Fdatawrite(InodeId),
     /// Waiting for the inode's pages under writeback.
     Waiting(InodeId, u64),
     /// Waiting for the journal's commit of transaction `tid`.
@@ -66,17 +73,36 @@ impl Kernel {
                     }
                     let wp = self.writepages_start(pid, ino, i64::MAX, Vec::new());
                     self.tasks[pid].owed_sys += self.sc.machine.cost.writepages_inode;
-                    *f = Fsync::Writing(wp, mapped);
+                    *f = Fsync::Writing(wp, Some(mapped));
+                }
+                Fsync::Fdatawrite(ino) => {
+                    let ino = *ino;
+                    if self.inodes[ino].dirty.is_empty() {
+                        return FsyncStep::Done;
+                    }
+                    if !self.fs_writepages_trans_start(pid, ino) {
+                        return FsyncStep::Block;
+                    }
+                    let wp = self.writepages_start(pid, ino, i64::MAX, Vec::new());
+                    self.tasks[pid].owed_sys += self.sc.machine.cost.writepages_inode;
+                    *f = Fsync::Writing(wp, None);
                 }
                 Fsync::Writing(wp, mapped) => {
                     let mut burst = 0;
-                    let opf = crate::block::blk_wbt::REQ_SYNC;
+                    // WB_SYNC_ALL writes with REQ_SYNC (wbc_to_write_flags)
+                    let opf = match mapped {
+                        Some(_) => crate::block::blk_wbt::REQ_SYNC,
+                        None => 0,
+                    };
                     match self.do_writepages(pid, wp, &mut burst, opf) {
                         PassStep::Cpu(ns) => return FsyncStep::Cpu(ns),
                         PassStep::WaitTag => return FsyncStep::Block,
                         PassStep::Done => {
                             self.tasks[pid].owed_sys += burst;
-                            *f = Fsync::Waiting(wp.ino, *mapped);
+                            match *mapped {
+                                Some(m) => *f = Fsync::Waiting(wp.ino, m),
+                                None => return FsyncStep::Done,
+                            }
                         }
                     }
                 }

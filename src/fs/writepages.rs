@@ -303,7 +303,9 @@ impl Kernel {
     /// `blkdev_writepages` for the block device's inode (ext4's journalled
     /// metadata buffers, `bdev` set): a page's index is its block number,
     /// so a run is one bio of single-page segments, with REQ_META (buffer
-    /// heads of metadata). Returns true if `pid` must sleep for a tag.
+    /// heads of metadata), less the pages whose buffers a running
+    /// transaction took back (`jbd2_buffer_runs`), which end writeback
+    /// without IO. Returns true if `pid` must sleep for a tag.
     pub fn blkdev_writepages(
         &mut self,
         pid: Pid,
@@ -314,6 +316,16 @@ impl Kernel {
     ) -> bool {
         let spp = self.page_size() / 512;
         let opf = opf | crate::block::blk_wbt::REQ_META;
-        self.submit_page_bio(pid, ino, (start, start * spp, n), spp, opf, None)
+        let mut wait = false;
+        for (s, k, dirty) in self.jbd2_buffer_runs(ino, start, n) {
+            if dirty {
+                wait |= self.submit_page_bio(pid, ino, (s, s * spp, k), spp, opf, None);
+            } else {
+                // no dirty buffer: the folio's writeback starts and ends
+                // with no IO
+                self.end_writeback_range(ino, k);
+            }
+        }
+        wait
     }
 }

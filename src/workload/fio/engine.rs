@@ -30,7 +30,13 @@
 //! - Rate and time: `rate`, `rate_iops` (the next IO is due when the bytes
 //!   or IOs done so far say; `rate_process=poisson` draws exponential gaps),
 //!   `thinktime`, `thinktime_spin`, `thinktime_blocks`, `runtime`,
-//!   `time_based`, `startdelay`, `ramp_time`, `loops`.
+//!   `time_based`, `startdelay`, `ramp_time`, `loops`. Each new loop (a
+//!   `time_based` job's wrap, the random map's new pass) invalidates the
+//!   files' cache with `invalidate=1` (io_u.c `loop_cache_invalidate`:
+//!   POSIX_FADV_DONTNEED), which first writes back each file's dirty pages
+//!   from the clone (`Fsync::Fdatawrite`, WB_SYNC_NONE, no wait), so a new
+//!   pass does not rewrite pages the last one left dirty. Only a file whose
+//!   reads are tracked then drops its clean pages.
 //! - Offsets: sequential, or random with fio's random map (every block once
 //!   per pass) as a keyed Feistel bijection over the blocks with cycle
 //!   walking — O(1) memory where fio keeps a bitmap (axmap); `norandommap`,
@@ -155,6 +161,9 @@ enum SyncFor {
     OSync(IoU),
     /// `end_fsync` / `fsync_on_close` of file N (then the next file).
     Close(usize),
+    /// A new loop's `invalidate` of file N: its fdatawrite is done, its
+    /// clean pages go (then the next file).
+    Invalidate(usize),
 }
 
 #[derive(Debug)]
@@ -263,6 +272,9 @@ pub struct FioTask {
     writes_since_sync: u32,
     /// At least one write since the files were opened (end_fsync).
     wrote: bool,
+    /// A new loop's cache invalidation, from this file on, before the next
+    /// IO.
+    invalidate_from: Option<usize>,
 }
 
 /// A non-uniform distribution's state.
@@ -690,6 +702,7 @@ impl Kernel {
             ios_total: 0,
             writes_since_sync: 0,
             wrote: false,
+            invalidate_from: None,
         };
         let pid = self.new_task("fio".into(), Body::Fio(Box::new(task)), Some(ji));
         self.fio.by_pid.insert(pid, ci);
@@ -966,6 +979,24 @@ impl Kernel {
                     self.fio_invalidate(t);
                 }
                 Stage::Next => {
+                    if let Some(i) = t.invalidate_from.take() {
+                        // loop_cache_invalidate: POSIX_FADV_DONTNEED on
+                        // each file, whose fdatawrite runs first
+                        let next = (i..t.files.len()).find(|&k| t.files[k].ino.is_some());
+                        if let Some(k) = next {
+                            let ino = t.files[k].ino.expect("inode");
+                            t.stage = Stage::Sync {
+                                f: Fsync::Fdatawrite(ino),
+                                why: SyncFor::Invalidate(k),
+                                issue: now,
+                            };
+                            return Action::Cpu {
+                                user: 0,
+                                sys: self.sc.machine.cost.syscall,
+                            };
+                        }
+                        continue;
+                    }
                     if self.fio_finished(t, now) {
                         if self.fio.clones[t.ci].inflight > 0 {
                             t.stage = Stage::Drain;
@@ -973,6 +1004,9 @@ impl Kernel {
                             t.stage = Stage::Closing(0);
                         }
                         continue;
+                    }
+                    if t.invalidate_from.is_some() {
+                        continue; // a new loop: its invalidation first
                     }
                     let is_async = t.job.ioengine.is_async() && t.job.direct;
                     if is_async && self.fio.clones[t.ci].inflight >= t.job.iodepth {
@@ -1192,6 +1226,13 @@ impl Kernel {
                                 c.sync_lat_sum += u128::from(now - issue);
                                 t.stage = Stage::Closing(i + 1);
                             }
+                            SyncFor::Invalidate(k) => {
+                                if let Some(ino) = t.files[k].ino {
+                                    self.filemap_fadvise_dontneed(ino);
+                                }
+                                t.invalidate_from = Some(k + 1);
+                                t.stage = Stage::Next;
+                            }
                         }
                     }
                 },
@@ -1281,7 +1322,9 @@ impl Kernel {
     /// A new loop over the files: sequential positions back to the start,
     /// a new random-map pass.
     fn fio_new_loop(&mut self, t: &mut FioTask) {
-        self.fio_invalidate(t);
+        if t.job.invalidate && !t.job.direct {
+            t.invalidate_from = Some(0);
+        }
         t.loop_done = 0;
         for p in &mut t.pos {
             p.seq = 0;
