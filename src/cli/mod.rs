@@ -266,6 +266,12 @@ pub fn main() -> i32 {
                 Ok(sc) => sc,
                 Err(e) => return bad_input(&e),
             };
+            // what the machine cannot do is said first, then a bad --out,
+            // both before anything is set up
+            if let Err(e) = crate::live::preflight(&sc) {
+                eprintln!("wbsim: {e}");
+                return 2;
+            }
             if let Err(e) = writable_dir(&out) {
                 eprintln!("wbsim: error: cannot write to {}: {e}", shown(&out));
                 return 2;
@@ -601,6 +607,25 @@ pub fn live_once(
 > {
     use crate::live::{self, LiveError, Restore};
     let stop = live::stop_flag();
+    let mut say = |m: &str| {
+        if !quiet {
+            eprintln!("[wbsim live] {m}");
+        }
+    };
+    // one live run at a time on this machine (the probe too: it would
+    // measure the other run's memory)
+    // SAFETY: geteuid(2) has no preconditions.
+    let _lock = if unsafe { libc::geteuid() } == 0 {
+        match live::machine_lock(&mut say) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                eprintln!("wbsim: {e}");
+                return Err(1);
+            }
+        }
+    } else {
+        None
+    };
     let mut host = None;
     if probe_host {
         if let Err(e) = live::preflight(sc) {

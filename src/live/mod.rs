@@ -601,6 +601,41 @@ struct Writer {
     child: Option<usize>,
 }
 
+/// One live run on a machine at a time: a second one (another shell, a
+/// test suite beside a fidelity run) would share the dirty limits, the
+/// sysctls and tracefs with the first. `flock` on
+/// /run/wbsim/live.lock, held while the returned file is open; the kernel
+/// drops it when the process ends, however it ends. Waits, saying so,
+/// while another run holds it.
+pub fn machine_lock(progress: &mut dyn FnMut(&str)) -> Result<std::fs::File, LiveError> {
+    use std::os::fd::AsRawFd;
+    let dir = Path::new(journal::JOURNAL_DIR);
+    std::fs::create_dir_all(dir).map_err(|e| failed(format!("{}: {e}", dir.display())))?;
+    let path = dir.join("live.lock");
+    let f = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| failed(format!("{}: {e}", path.display())))?;
+    // SAFETY: flock(2) on a descriptor this function owns.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        progress(&format!(
+            "waiting for another live run on this machine to end ({})",
+            path.display()
+        ));
+        // SAFETY: as above; blocks until the holder closes it or exits.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(failed(format!(
+                "{}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            )));
+        }
+    }
+    Ok(f)
+}
+
 /// Run `sc` on this machine. `stop` is set by the signal handlers.
 pub fn run(
     sc: &Scenario,
@@ -1220,6 +1255,27 @@ fn fio_live_outputs(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, LiveError> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn one_live_run_holds_the_machine_at_a_time() {
+        use std::os::fd::AsRawFd;
+        // SAFETY: geteuid(2) has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("skipping: /run/wbsim needs root");
+            return;
+        }
+        let mut said = Vec::new();
+        let held = super::machine_lock(&mut |m: &str| said.push(m.to_string())).unwrap();
+        // another open file description cannot take it meanwhile
+        let other = std::fs::File::open(Path::new(journal::JOURNAL_DIR).join("live.lock")).unwrap();
+        // SAFETY: flock(2) on a descriptor this test owns.
+        let r = unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        assert_eq!(r, -1, "the lock was free while held");
+        drop(held);
+        // SAFETY: as above.
+        let r = unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        assert_eq!(r, 0, "the lock was not released");
+    }
     use super::*;
 
     fn writer(start: Ns, end: Option<Ns>, child: Option<usize>) -> Writer {

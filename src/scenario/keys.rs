@@ -63,7 +63,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("machine.page_size", "4k", ALL, "\"4k\"", "page size; only 4096"),
     k("machine.anon", "memory/32", ALL, "\"512M\"", "memory that is neither free nor page cache"),
     k("machine.reserve", "estimated from memory", ALL, "\"64M\"", "`totalreserve_pages` in bytes (see /proc/zoneinfo)"),
-    k("machine.host_backed_free", "all of it", ALL, "\"180M\"", "free memory the hypervisor still backs at the start; each page-cache page allocated beyond it costs `machine.cost.host_fault` (free page reporting; `wbsim live --probe-host` measures both)"),
+    k("machine.host_backed_free", "all of it", ALL, "\"180M\"", "free memory the hypervisor still backs at the start; each new page beyond it costs `machine.cost.host_fault` (`live --probe-host` measures both)"),
     k("machine.sched", "fifo", ALL, "\"eevdf\"", "CPU scheduler: `fifo` (one run queue, round-robin slices of `machine.cost.sched_slice`) or `eevdf` (Linux 6.6+ EEVDF at nice 0, PREEMPT_NONE)"),
     k("machine.autogroup", "unset (off)", ALL, "true", "`kernel.sched_autogroup_enabled` (true/false or 1/0): the workload shares one task group, which kernel threads compete with as a whole"),
     k("machine.sched_base_slice", "700us", ALL, "\"750us\"", "`eevdf`: `sysctl_sched_base_slice` (debugfs sched/base_slice_ns; 750us in the first EEVDF kernels), scaled by 1 + ilog2(min(cpus, 8))"),
@@ -86,9 +86,9 @@ pub const KEYS: &[KeyDoc] = &[
     k("machine.cost.sched_slice", "3ms", ALL, "\"4ms\"", "`fifo`: slice before a busy task is preempted"),
     // vm sysctls
     k("vm.dirty_ratio", "20", ALL, "20", "sysctl, percent of dirtyable memory"),
-    k("vm.dirty_bytes", "0", ALL, "\"200M\"", "sysctl (at least 2 pages; 0: use the ratio)"),
+    k("vm.dirty_bytes", "0 (unset: vm.dirty_ratio applies)", ALL, "\"200M\"", "sysctl: at least 2 pages, as the kernel requires; setting vm.dirty_ratio unsets it"),
     k("vm.dirty_background_ratio", "10", ALL, "10", "sysctl"),
-    k("vm.dirty_background_bytes", "0", ALL, "\"100M\"", "sysctl"),
+    k("vm.dirty_background_bytes", "0 (unset: vm.dirty_background_ratio applies)", ALL, "\"100M\"", "sysctl: at least 1, as the kernel requires; setting vm.dirty_background_ratio unsets it"),
     k("vm.dirty_expire_centisecs", "3000", ALL, "3000", "sysctl"),
     k("vm.dirty_writeback_centisecs", "500", ALL, "500", "sysctl (0 disables periodic writeback)"),
     // devices
