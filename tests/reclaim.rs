@@ -153,3 +153,27 @@ fn no_reclaim_when_memory_suffices() {
     );
     assert!(!k.vm.render(0, 0).contains("pageoutrun"));
 }
+
+/// A writer that stops: kswapd balances the node, naps 100 ms, finds it
+/// still balanced and sleeps until woken (`mm_vmscan_kswapd_sleep`).
+#[test]
+fn kswapd_sleeps_once_balanced() {
+    let mut k = machine(&[
+        "jobs.dd.numjobs=1",
+        "jobs.dd.size=1200M",
+        "run.duration=15s",
+    ]);
+    run(&mut k);
+    assert!(k.vm.pageoutrun > 0);
+    let t = &k.tracer.buf;
+    let sleep = t
+        .rfind(": mm_vmscan_kswapd_sleep: nid=0\n")
+        .expect("kswapd slept");
+    // its last lines: the wake, then (after the nap) the sleep
+    assert!(t[..sleep].rfind("mm_vmscan_kswapd_wake").is_some());
+    assert!(
+        t[sleep..].find("mm_vmscan_kswapd_wake").is_none(),
+        "nothing woke it again"
+    );
+    assert!(k.zones.pgdat_balanced(ZONE_MOVABLE));
+}

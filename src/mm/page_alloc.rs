@@ -650,6 +650,34 @@ mod tests {
         assert_eq!(zs.min_free_kbytes, 5632 * 4);
     }
 
+    /// `vm.min_free_kbytes` written after boot replaces the computed
+    /// value; `vm.watermark_scale_factor` widens the gaps.
+    #[test]
+    fn sysctls() {
+        let z = MemConf::derive_zones(16 << 30, 4096);
+        let mut c = conf(z, true);
+        let zs = Zones::setup(&c, 4096);
+        assert_eq!(zs.min_free_kbytes, 67584);
+        c.min_free_kbytes = Some(4096 * 4);
+        let zs = Zones::setup(&c, 4096);
+        assert_eq!(zs.min_free_kbytes, 16384);
+        let mins: u64 = zs.z.iter().map(|z| z.min()).sum();
+        assert!(mins <= 4096 && mins + MAX_NR_ZONES as u64 > 4096, "{mins}");
+        c.watermark_scale_factor = 100;
+        let zs = Zones::setup(&c, 4096);
+        let n = &zs.z[ZONE_NORMAL];
+        assert_eq!(n.low() - n.min(), n.conf.managed / 100);
+        assert_eq!(n.high() - n.low(), n.conf.managed / 100);
+        // protection: Normal's pages over DMA32's ratio
+        assert_eq!(
+            zs.z[ZONE_DMA32].lowmem_reserve[ZONE_NORMAL],
+            n.conf.managed / 256
+        );
+        c.lowmem_reserve_ratio = [256, 0, 32, 0, 0];
+        let zs = Zones::setup(&c, 4096);
+        assert_eq!(zs.z[ZONE_DMA32].lowmem_reserve, [0; MAX_NR_ZONES]);
+    }
+
     #[test]
     fn take_and_give_back_keep_the_sum() {
         let z = MemConf::derive_zones(1 << 30, 4096);
