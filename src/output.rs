@@ -84,6 +84,11 @@ pub fn simulate_with(
         extra_files.push(("fio.txt".to_string(), f.normal.into_bytes()));
         written = f.logs;
     }
+    // the zones at the end of the run (/proc/zoneinfo's modelled lines)
+    extra_files.push((
+        "zoneinfo".to_string(),
+        k.zones.render_zoneinfo().into_bytes(),
+    ));
     if !k.evcount.is_empty() {
         eprintln!("events by kind: {:?}", k.evcount);
     }

@@ -195,7 +195,7 @@ impl Kernel {
 
     /// `loop_process_work`: complete the request just written, then start
     /// on the next one, or sleep.
-    pub fn loop_step(&mut self, _pid: Pid, dev: DevId) -> Action {
+    pub fn loop_step(&mut self, pid: Pid, dev: DevId) -> Action {
         if let Some((rq, _)) = self.lo(dev).as_mut().expect("loop").cur.take() {
             // the request's time from its allocation (`nsecs[]`)
             let ticks = self.now() - self.reqs[rq].as_ref().expect("rq").queued;
@@ -225,8 +225,8 @@ impl Kernel {
         let lo = self.lo(dev).as_mut().expect("loop");
         let new = lo.written.insert(first, end);
         // the new shmem pages: anon LRU memory, taken from the free pages
-        self.vm.nr_free_pages = self.vm.nr_free_pages.saturating_sub(new);
         self.vm.nr_anon_pages += new;
+        self.page_alloc(Some(pid), new, crate::mm::page_alloc::Gfp::Anon);
         let host = self.page_alloc_host_cost(new);
         let c = &self.sc.machine.cost;
         let kib = sectors / 2;

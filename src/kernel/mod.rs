@@ -93,6 +93,8 @@ pub enum Body {
     Launcher(crate::workload::Launcher),
     /// An fio job's clone (workload/fio/engine.rs).
     Fio(Box<crate::workload::fio::engine::FioTask>),
+    /// kswapd0 (mm/vmscan.rs).
+    Kswapd(Box<crate::mm::vmscan::KswapdState>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -168,6 +170,8 @@ pub struct Kernel {
     pub dom: WbDomain,
     pub pgwb: crate::mm::page_writeback::PageWriteback,
     pub vmscan: crate::mm::vmscan::Vmscan,
+    /// The node's zones: watermarks and free pages (mm/page_alloc.rs).
+    pub zones: crate::mm::page_alloc::Zones,
     pub page_reporting: crate::mm::page_reporting::PageReporting,
     pub bdis: Vec<crate::mm::backing_dev::Bdi>,
     pub wbs: Vec<Wb>,
@@ -247,6 +251,7 @@ impl Kernel {
             dom: WbDomain::default(),
             pgwb: Default::default(),
             vmscan: Default::default(),
+            zones: Default::default(),
             page_reporting: Default::default(),
             bdis: Vec::new(),
             wbs: Vec::new(),
@@ -297,7 +302,9 @@ impl Kernel {
         // wbsim's numbering, not the kernel's: kernel threads from 200, the
         // workload's tasks from 1000
         let pid = match body {
-            Body::Flusher(_) | Body::Kworker | Body::Driver(_) => 200 + idx as u32,
+            Body::Flusher(_) | Body::Kworker | Body::Driver(_) | Body::Kswapd(_) => {
+                200 + idx as u32
+            }
             Body::Dd(_) | Body::FsMark(_) | Body::Launcher(_) | Body::Fio(_) => 1000 + idx as u32,
         };
         let cpu = idx % self.cpus.len();
@@ -513,6 +520,13 @@ impl Kernel {
             return Err(format!(
                 "free {} + file {} + anon {} != total {}",
                 vm.nr_free_pages, vm.nr_file_pages, vm.nr_anon_pages, total
+            ));
+        }
+        if self.zones.nr_free_pages() != vm.nr_free_pages {
+            return Err(format!(
+                "zones' free pages {} != nr_free_pages {}",
+                self.zones.nr_free_pages(),
+                vm.nr_free_pages
             ));
         }
         if vm.nr_inactive_file + vm.nr_active_file != vm.nr_file_pages {

@@ -1140,6 +1140,10 @@ impl Kernel {
                 let a = self.fio_step(pid, &mut f);
                 (super::Body::Fio(f), a)
             }
+            super::Body::Kswapd(mut st) => {
+                let a = self.kswapd_step(pid, &mut st);
+                (super::Body::Kswapd(st), a)
+            }
         };
         self.tasks[pid].body = Some(body);
         action

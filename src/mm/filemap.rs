@@ -4,6 +4,7 @@
 //! pages as a set of ranges and counts the rest.
 
 use crate::kernel::{InodeId, Kernel, Pid};
+use crate::mm::page_alloc::Gfp;
 
 /// Slots of an xarray node: 2^6 (`XA_CHUNK_SHIFT`, lib/xarray.c).
 const XA_CHUNK_SHIFT: u32 = 6;
@@ -152,10 +153,10 @@ impl Kernel {
             inode.nr_cached += grow;
             self.vm.nr_file_pages += grow;
             self.vm.nr_inactive_file += grow;
-            self.vm.nr_free_pages = self.vm.nr_free_pages.saturating_sub(grow);
         }
         let added = inode.dirty.insert(index, end);
         if added == 0 {
+            self.page_alloc(Some(pid), grow, Gfp::PageCacheWrite);
             return 0;
         }
         // a page dirtied below the end of the file may have been reclaimed
@@ -166,7 +167,6 @@ impl Kernel {
             inode.nr_cached += missing;
             self.vm.nr_file_pages += missing;
             self.vm.nr_inactive_file += missing;
-            self.vm.nr_free_pages = self.vm.nr_free_pages.saturating_sub(missing);
         }
         let wb = inode.wb;
         self.vm.nr_dirty += added;
@@ -182,9 +182,8 @@ impl Kernel {
         let cpu = t.cpu;
         self.pgwb.bdp_ratelimits[cpu] += added;
         self.mark_inode_dirty_pages(ino);
-        if self.reclaim_clean_due(self.vm.nr_free_pages) {
-            self.reclaim_clean();
-        }
+        // the new pages, once dirty (reclaim does not take them)
+        self.page_alloc(Some(pid), grow + missing, Gfp::PageCacheWrite);
         added
     }
 
@@ -216,12 +215,13 @@ impl Kernel {
     /// the same as dirtying them in two calls for adjacent ranges (a writer's
     /// batch): the counters add up either way, the inode is marked dirty by
     /// the first call that dirties a page, and the clean-page reclaim after
-    /// each call does not run (free memory stays well above its trigger,
-    /// even if every page were also read back). Not under the legacy
-    /// throttle, whose per-task proportion can age between the calls.
+    /// each call takes its pages on the allocator's fast path, above LOW
+    /// (even if every page were also read back), so neither wakes kswapd
+    /// nor reclaims. Not under the legacy throttle, whose per-task
+    /// proportion can age between the calls.
     pub fn filemap_dirty_in_one_call(&self, n: u64) -> bool {
         self.sc.run.dirty_throttle != crate::scenario::ThrottlePolicy::Legacy
-            && !self.reclaim_clean_due(self.vm.nr_free_pages.saturating_sub(2 * n))
+            && self.page_alloc_fast_ok(2 * n, Gfp::PageCacheWrite)
     }
 
     /// `folio_clear_dirty_for_io` + `__folio_start_writeback` for a run of

@@ -1,10 +1,12 @@
 //! Memory management: page-cache accounting (`filemap`), node counters
 //! (`vmstat`), the bdi_writeback structure (`backing_dev`), dirty
 //! throttling (`page_writeback`) and what a hypervisor's free page reporting
-//! costs the guest's allocations (`page_reporting`).
+//! costs the guest's allocations (`page_reporting`), the zones and their
+//! watermarks (`page_alloc`), kswapd and direct reclaim (`vmscan`).
 
 pub mod backing_dev;
 pub mod filemap;
+pub mod page_alloc;
 pub mod page_reporting;
 pub mod page_writeback;
 pub mod page_writeback_legacy;

@@ -530,7 +530,16 @@ impl Kernel {
         let anon = m.anon / ps;
         self.vm.nr_anon_pages = anon;
         self.vm.nr_free_pages = total - anon;
-        self.vmscan.totalreserve_pages = m.reserve_bytes() / ps;
+        // the zones: their watermarks, and the anonymous and kernel memory
+        // beyond what the kernel does not manage taken from them
+        self.zones = crate::mm::page_alloc::Zones::setup(&m.mem, ps);
+        let unmanaged = total - m.mem.zones.iter().map(|z| z.managed).sum::<u64>();
+        self.zones
+            .take_any(anon - unmanaged, crate::mm::page_alloc::ZONE_MOVABLE);
+        self.vmscan.totalreserve_pages = match m.reserve {
+            Some(b) => b / ps,
+            None => self.zones.totalreserve_pages,
+        };
         let ncpu = m.cpus as usize;
         self.pgwb.bdp_ratelimits = vec![0; ncpu];
         self.pgwb.dirty_throttle_leaks = vec![0; ncpu];

@@ -262,13 +262,19 @@ impl Kernel {
             return 0;
         };
         let span = self.inodes[ino].nr_pages_span;
-        let below = f.present.insert(index, (index + n).min(span).max(index));
+        let e = (index + n).min(span).max(index);
+        let below = (e - index) - f.present.overlap(index, e);
+        // allocated before they join the cache, so that the reclaim the
+        // allocation may wake leaves them be (the write dirties them next)
+        self.page_alloc(None, below, crate::mm::page_alloc::Gfp::PageCacheWrite);
+        let f = self.ra.files.get_mut(&ino).expect("tracked");
+        let added = f.present.insert(index, e);
+        debug_assert_eq!(added, below);
         f.present.insert(index, index + n);
         if below > 0 {
             self.inodes[ino].nr_cached += below;
             self.vm.nr_file_pages += below;
             self.vm.nr_inactive_file += below;
-            self.vm.nr_free_pages = self.vm.nr_free_pages.saturating_sub(below);
         }
         below
     }
@@ -564,14 +570,12 @@ impl Kernel {
         self.inodes[ino].nr_cached += alloc;
         self.vm.nr_file_pages += alloc;
         self.vm.nr_inactive_file += alloc;
-        self.vm.nr_free_pages = self.vm.nr_free_pages.saturating_sub(alloc);
         let mut wait = false;
         for (a, b) in runs {
             wait |= self.read_pages(pid, ino, a, b);
         }
-        if self.reclaim_clean_due(self.vm.nr_free_pages) {
-            self.reclaim_clean();
-        }
+        // the pages are under read (locked): reclaim leaves them be
+        self.page_alloc(Some(pid), alloc, crate::mm::page_alloc::Gfp::PageCacheRead);
         (alloc, wait)
     }
 
@@ -653,7 +657,7 @@ impl Kernel {
         self.inodes[ino].nr_cached -= n;
         self.vm.nr_file_pages -= n;
         self.vm.nr_inactive_file -= n;
-        self.vm.nr_free_pages += n;
+        self.page_free(n);
         self.page_freed_host(n);
     }
 

@@ -14,8 +14,26 @@ pub struct VmStat {
     pub nr_writeback: u64,
     pub nr_dirtied: u64,
     pub nr_written: u64,
-    /// Pages reclaimed from the page cache (pgsteal_kswapd + pgsteal_direct).
-    pub pgsteal: u64,
+    /// Pages reclaimed by kswapd and by allocating tasks (mm/vmscan.rs).
+    pub pgsteal_kswapd: u64,
+    pub pgsteal_direct: u64,
+    /// Pages scanned by kswapd and by direct reclaim.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pgscan_kswapd: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pgscan_direct: u64,
+    /// `allocstall_<zone>`: entries into direct reclaim, by the zone of the
+    /// allocation's gfp mask (`gfp_zone`).
+    #[serde(skip_serializing_if = "all_zero")]
+    pub allocstall: [u64; crate::mm::page_alloc::MAX_NR_ZONES],
+    /// balance_pgdat runs.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pageoutrun: u64,
+    /// kswapd woken during its 100 ms nap, or unbalanced after it.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub kswapd_low_wmark_hit_quickly: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub kswapd_high_wmark_hit_quickly: u64,
     /// KiB read from block devices (`pgpgin`).
     #[serde(skip_serializing_if = "is_zero")]
     pub pgpgin: u64,
@@ -23,6 +41,10 @@ pub struct VmStat {
 
 fn is_zero(x: &u64) -> bool {
     *x == 0
+}
+
+fn all_zero(x: &[u64; crate::mm::page_alloc::MAX_NR_ZONES]) -> bool {
+    x.iter().all(|&v| v == 0)
 }
 
 impl VmStat {
@@ -54,8 +76,29 @@ impl VmStat {
         }
         put("nr_dirty_threshold", thresh);
         put("nr_dirty_background_threshold", bg_thresh);
-        put("pgsteal_kswapd", 0);
-        put("pgsteal_direct", self.pgsteal);
+        put("pgsteal_kswapd", self.pgsteal_kswapd);
+        put("pgsteal_direct", self.pgsteal_direct);
+        // reclaim's counters, once kswapd or direct reclaim ran (runs
+        // that never reclaim keep the file as it was), in /proc/vmstat's order
+        if self.pageoutrun > 0 || self.allocstall.iter().any(|&v| v > 0) {
+            put("pgscan_kswapd", self.pgscan_kswapd);
+            put("pgscan_direct", self.pgscan_direct);
+            for (i, z) in ["dma", "dma32", "normal", "movable", "device"]
+                .iter()
+                .enumerate()
+            {
+                put(&format!("allocstall_{z}"), self.allocstall[i]);
+            }
+            put("pageoutrun", self.pageoutrun);
+            put(
+                "kswapd_low_wmark_hit_quickly",
+                self.kswapd_low_wmark_hit_quickly,
+            );
+            put(
+                "kswapd_high_wmark_hit_quickly",
+                self.kswapd_high_wmark_hit_quickly,
+            );
+        }
         s
     }
 }

@@ -62,7 +62,14 @@ pub const KEYS: &[KeyDoc] = &[
     k("machine.hz", "250", ALL, "1000", "CONFIG_HZ: 100, 250, 300 or 1000"),
     k("machine.page_size", "4k", ALL, "\"4k\"", "page size; only 4096"),
     k("machine.anon", "memory/32", ALL, "\"512M\"", "memory that is neither free nor page cache"),
-    k("machine.reserve", "estimated from memory", ALL, "\"64M\"", "`totalreserve_pages` in bytes (see /proc/zoneinfo)"),
+    k("machine.reserve", "the zones' totalreserve_pages", ALL, "\"64M\"", "`totalreserve_pages` in bytes for the dirty limits only, instead of the zones'"),
+    k("machine.zones.NAME.managed", "derived from memory (present, managed_boot)", ALL, "772915", "NAME: dma, dma32, normal, movable or device; its managed pages (zoneinfo). Any zone given: the zones are explicit, the others empty (docs/validation.md)"),
+    k("machine.zones.NAME.present", "the zone's managed", ALL, "782336", "the zone's present pages (zoneinfo)"),
+    k("machine.zones.NAME.spanned", "the zone's present", ALL, "1044480", "the zone's spanned pages (zoneinfo)"),
+    k("machine.zones.NAME.managed_boot", "the zone's managed", ALL, "216874", "managed pages when 6.1 set the watermarks at boot: `managed` less what dmesg's later `Freeing initrd`/`Freeing unused` lines free"),
+    k("machine.zones.movable_min_like_highmem", "false", ALL, "true", "ZONE_MOVABLE's MIN as highmem's (managed/1024 in 32..128), as the host rig's 6.18 shows; 6.1 gives it its share"),
+    k("machine.thp", "always", ALL, "\"madvise\"", "transparent_hugepage/enabled: with `always` or `madvise` khugepaged raises min_free_kbytes"),
+    k("machine.cost.reclaim_per_page", "500ns", ALL, "\"1us\"", "per page scanned by kswapd or direct reclaim"),
     k("machine.host_backed_free", "all of it", ALL, "\"180M\"", "free memory the hypervisor still backs at the start; each new page beyond it costs `machine.cost.host_fault` (`live --probe-host` measures both)"),
     k("machine.sched", "fifo", ALL, "\"eevdf\"", "CPU scheduler: `fifo` (one run queue, round-robin slices of `machine.cost.sched_slice`) or `eevdf` (Linux 6.6+ EEVDF at nice 0, PREEMPT_NONE)"),
     k("machine.autogroup", "unset (off)", ALL, "true", "`kernel.sched_autogroup_enabled` (true/false or 1/0): the workload shares one task group, which kernel threads compete with as a whole"),
@@ -91,6 +98,9 @@ pub const KEYS: &[KeyDoc] = &[
     k("vm.dirty_background_bytes", "0 (unset: vm.dirty_background_ratio applies)", ALL, "\"100M\"", "sysctl: at least 1, as the kernel requires; setting vm.dirty_background_ratio unsets it"),
     k("vm.dirty_expire_centisecs", "3000", ALL, "3000", "sysctl"),
     k("vm.dirty_writeback_centisecs", "500", ALL, "500", "sysctl (0 disables periodic writeback)"),
+    k("vm.min_free_kbytes", "the kernel's (sqrt(16 × lowmem KiB), THP's raise)", ALL, "67584", "sysctl written after boot: MIN watermarks' total in KiB"),
+    k("vm.watermark_scale_factor", "10", ALL, "100", "sysctl (1..3000): the LOW−MIN and HIGH−LOW gaps in 1/10000 of a zone (at least MIN/4)"),
+    k("vm.lowmem_reserve_ratio", "\"256 256 32 0 0\"", ALL, "\"256 256 32 0 0\"", "sysctl: per lower zone, the ratio of higher zones' pages it keeps back (zoneinfo's protection)"),
     // devices
     k("devices.NAME.type", "required", ALL, "\"ssd\"", "`loop` (a loop device over a store that completes at once), `throttled` (a loop device with a write cap), `disk`, `ssd`, `hdd` or `raid0`"),
     k("devices.NAME.write_bps", "required", THROTTLED, "\"50MiB/s\"", "the loop device's write cap: its `throttle.write_bps`"),
@@ -502,6 +512,7 @@ at = "10s"
             ("jobs", _) => "dd",
             ("fidelity", _) => "dirty",
             ("events", _) => "e",
+            ("machine", _) if segs.get(1) == Some(&"zones") => "dma32",
             _ => "",
         };
         segs.iter()
@@ -663,8 +674,8 @@ at = "10s"
             ["devices.NAME.write_bps"]
         );
         assert_eq!(lookup("devices.NAME.write_bps").len(), 1);
-        assert_eq!(lookup("vm").len(), 6);
-        assert_eq!(lookup("vm.*").len(), 6);
+        assert_eq!(lookup("vm").len(), 9);
+        assert_eq!(lookup("vm.*").len(), 9);
         assert!(lookup("devices.sda.queue")
             .iter()
             .all(|k| k.key.starts_with("devices.NAME.queue.")));

@@ -41,6 +41,9 @@ pub struct CpuCost {
     pub copy_per_kib: Ns,
     /// Allocating a page-cache page, inserting it and accounting it dirty.
     pub page_cache_insert: Ns,
+    /// Reclaim: per page scanned by kswapd or direct reclaim (isolation,
+    /// the unmap and mapping checks, removal from the page cache, the free).
+    pub reclaim_per_page: Ns,
     /// Under a hypervisor that discards reported free pages (virtio-balloon
     /// free page reporting): the host's fault when a newly allocated page
     /// is first touched, once `machine.host_backed_free` is used up
@@ -102,6 +105,7 @@ impl CpuCost {
             syscall: s(self.syscall),
             copy_per_kib: s(self.copy_per_kib),
             page_cache_insert: s(self.page_cache_insert),
+            reclaim_per_page: s(self.reclaim_per_page),
             host_fault: s(self.host_fault),
             cache_miss: s(self.cache_miss),
             writeback_per_page: s(self.writeback_per_page),
@@ -128,8 +132,13 @@ pub struct Machine {
     pub page_size: u64,
     /// Memory that is neither free nor page cache (kernel, anonymous).
     pub anon: u64,
-    /// `totalreserve_pages` in bytes (None: estimated from `memory`).
+    /// `totalreserve_pages` in bytes for the dirty limits (None: the
+    /// zones' own, mm/page_alloc.rs).
     pub reserve: Option<u64>,
+    /// The zones and the watermark sysctls (`machine.zones.*`,
+    /// `machine.thp`, `vm.min_free_kbytes`, `vm.watermark_scale_factor`,
+    /// `vm.lowmem_reserve_ratio`).
+    pub mem: crate::mm::page_alloc::MemConf,
     /// Free memory the host still backs at the start (free page reporting
     /// has not discarded it); None: all of it, as on bare metal.
     pub host_backed_free: Option<u64>,
@@ -454,6 +463,11 @@ pub const TRACE_EVENTS: &[&str] = &[
     "wbt_timer",
     "sched_switch",
     "sched_wakeup",
+    "mm_vmscan_kswapd_wake",
+    "mm_vmscan_kswapd_sleep",
+    "mm_vmscan_wakeup_kswapd",
+    "mm_vmscan_direct_reclaim_begin",
+    "mm_vmscan_direct_reclaim_end",
 ];
 
 /// `wbsim fidelity` tolerances: metric name -> allowed error in percent
@@ -784,16 +798,6 @@ impl Reader {
     }
 }
 
-fn default_reserve(memory: u64) -> u64 {
-    // totalreserve_pages = Σ zones (max lowmem_reserve + high watermark). With
-    // min_free_kbytes = sqrt(16 * lowmem KiB) and watermark_scale_factor 10
-    // (0.1 %), high ≈ min * 1.5 + 0.2 % of memory. A kernel engineer can
-    // set `machine.reserve` from /proc/zoneinfo for exact numbers.
-    let kib = memory / 1024;
-    let min_free_kib = ((16.0 * kib as f64).sqrt() as u64).clamp(128, 262_144);
-    min_free_kib * 1024 * 3 / 2 + memory / 500
-}
-
 /// `machine.*`: memory, CPUs, HZ, the scheduler and the CPU costs.
 fn read_machine(r: &mut Reader) -> Result<Machine, ScenarioError> {
     let memory = r.size("machine.memory")?.map(|x| x.0).unwrap_or(16 << 30);
@@ -841,6 +845,7 @@ fn read_machine(r: &mut Reader) -> Result<Machine, ScenarioError> {
         syscall: r.cost("machine.cost.syscall", NSEC_PER_USEC / 2)?,
         copy_per_kib: r.cost("machine.cost.copy_per_kib", 80)?,
         page_cache_insert: r.cost("machine.cost.page_cache_insert", 300)?,
+        reclaim_per_page: r.cost("machine.cost.reclaim_per_page", 500)?,
         host_fault: r.cost("machine.cost.host_fault", 0)?,
         cache_miss: r.cost("machine.cost.cache_miss", 0)?,
         writeback_per_page: r.cost("machine.cost.writeback_per_page", 150)?,
@@ -859,6 +864,10 @@ fn read_machine(r: &mut Reader) -> Result<Machine, ScenarioError> {
             .map(|x| x.0)
             .unwrap_or(0),
     };
+    let mem = read_zones(r, memory, page_size)?;
+    let managed: u64 = mem.zones.iter().map(|z| z.managed).sum();
+    // the memory the kernel does not manage counts as kernel memory
+    let anon = anon.max(memory - managed * page_size);
     Ok(Machine {
         memory,
         cpus,
@@ -866,6 +875,7 @@ fn read_machine(r: &mut Reader) -> Result<Machine, ScenarioError> {
         page_size,
         anon,
         reserve,
+        mem,
         host_backed_free,
         sched,
         sched_base_slice,
@@ -1751,10 +1761,103 @@ fn read_features(r: &mut Reader, policy: ThrottlePolicy) -> Result<Features, Sce
     Ok(f)
 }
 
-impl Machine {
-    pub fn reserve_bytes(&self) -> u64 {
-        self.reserve.unwrap_or_else(|| default_reserve(self.memory))
+/// The zones (`machine.zones.NAME.*`, or derived from `machine.memory`),
+/// THP and the watermark sysctls.
+fn read_zones(
+    r: &mut Reader,
+    memory: u64,
+    page_size: u64,
+) -> Result<crate::mm::page_alloc::MemConf, ScenarioError> {
+    use crate::mm::page_alloc::{MemConf, ZoneConf, DEFAULT_LOWMEM_RESERVE_RATIO, ZONE_KEYS};
+    let mut zones = [ZoneConf::default(); crate::mm::page_alloc::MAX_NR_ZONES];
+    let mut explicit = None;
+    let total = memory / page_size;
+    for (i, name) in ZONE_KEYS.iter().enumerate() {
+        let mut get = |f: &str| -> Result<Option<(u64, Entry)>, ScenarioError> {
+            r.uint(&format!("machine.zones.{name}.{f}"), 0, total)
+        };
+        let managed = get("managed")?;
+        let present = get("present")?;
+        let spanned = get("spanned")?;
+        let boot = get("managed_boot")?;
+        // managed pages: given, or the present pages, or the boot's
+        let Some((managed, e)) = managed
+            .or_else(|| present.clone())
+            .or_else(|| boot.clone())
+            .or_else(|| spanned.clone())
+        else {
+            continue;
+        };
+        explicit.get_or_insert(e.origin.clone());
+        let present = present.map_or(managed, |x| x.0);
+        let managed_boot = boot.map_or(managed, |x| x.0);
+        if managed > present || managed_boot > managed {
+            return err(
+                &e.origin,
+                format!("`machine.zones.{name}`: expected managed_boot ≤ managed ≤ present"),
+            );
+        }
+        zones[i] = ZoneConf {
+            spanned: spanned.map_or(present, |x| x.0),
+            present,
+            managed,
+            managed_boot,
+        };
     }
+    if let Some(o) = explicit {
+        let managed: u64 = zones.iter().map(|z| z.managed).sum();
+        if managed > total {
+            return err(
+                &o,
+                format!(
+                    "the zones' managed pages ({managed}) exceed `machine.memory` ({total} pages)"
+                ),
+            );
+        }
+    } else {
+        zones = MemConf::derive_zones(memory, page_size);
+    }
+    let thp = match r.choice("machine.thp", &["always", "madvise", "never"])? {
+        Some((v, _)) => v != "never",
+        None => true,
+    };
+    let movable_min_like_highmem = r
+        .boolean("machine.zones.movable_min_like_highmem", false)?
+        .unwrap_or(false);
+    let min_free_kbytes = r
+        .uint("vm.min_free_kbytes", 0, i32::MAX as u64)?
+        .map(|x| x.0);
+    let watermark_scale_factor = r
+        .uint("vm.watermark_scale_factor", 1, 3000)?
+        .map_or(10, |x| x.0);
+    let mut lowmem_reserve_ratio = DEFAULT_LOWMEM_RESERVE_RATIO;
+    if let Some((s, e)) = r.string(
+        "vm.lowmem_reserve_ratio",
+        "ratios such as \"256 256 32 0 0\"",
+    )? {
+        let v: Result<Vec<u64>, _> = s.split_whitespace().map(|x| x.parse::<u64>()).collect();
+        match v {
+            Ok(v) if !v.is_empty() && v.len() <= lowmem_reserve_ratio.len() => {
+                lowmem_reserve_ratio[..v.len()].copy_from_slice(&v);
+            }
+            _ => {
+                return err(
+                    &e.origin,
+                    format!(
+                        "`vm.lowmem_reserve_ratio` = \"{s}\"; expected up to 5 integers separated by spaces, as /proc/sys/vm/lowmem_reserve_ratio prints them"
+                    ),
+                )
+            }
+        }
+    }
+    Ok(MemConf {
+        zones,
+        min_free_kbytes,
+        watermark_scale_factor,
+        lowmem_reserve_ratio,
+        thp,
+        movable_min_like_highmem,
+    })
 }
 
 #[cfg(test)]

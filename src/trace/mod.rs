@@ -24,6 +24,11 @@ pub struct EventMask {
     pub wbt_timer: bool,
     pub sched_switch: bool,
     pub sched_wakeup: bool,
+    pub mm_vmscan_kswapd_wake: bool,
+    pub mm_vmscan_kswapd_sleep: bool,
+    pub mm_vmscan_wakeup_kswapd: bool,
+    pub mm_vmscan_direct_reclaim_begin: bool,
+    pub mm_vmscan_direct_reclaim_end: bool,
 }
 
 impl EventMask {
@@ -43,6 +48,11 @@ impl EventMask {
                 "wbt_timer" => m.wbt_timer = true,
                 "sched_switch" => m.sched_switch = true,
                 "sched_wakeup" => m.sched_wakeup = true,
+                "mm_vmscan_kswapd_wake" => m.mm_vmscan_kswapd_wake = true,
+                "mm_vmscan_kswapd_sleep" => m.mm_vmscan_kswapd_sleep = true,
+                "mm_vmscan_wakeup_kswapd" => m.mm_vmscan_wakeup_kswapd = true,
+                "mm_vmscan_direct_reclaim_begin" => m.mm_vmscan_direct_reclaim_begin = true,
+                "mm_vmscan_direct_reclaim_end" => m.mm_vmscan_direct_reclaim_end = true,
                 _ => {}
             }
         }
@@ -156,6 +166,8 @@ pub fn event_subsystem(event: &str) -> &'static str {
         "wbt"
     } else if event.starts_with("sched_") {
         "sched"
+    } else if event.starts_with("mm_vmscan_") {
+        "vmscan"
     } else {
         "writeback"
     }

@@ -797,7 +797,7 @@ impl Kernel {
         self.inodes[ino].nr_cached += added;
         self.vm.nr_file_pages += added;
         self.vm.nr_inactive_file += added;
-        self.vm.nr_free_pages -= added;
+        self.page_alloc(None, added, crate::mm::page_alloc::Gfp::PageCacheRead);
     }
 
     /// Start the jobs whose dependencies have all exited (at their start

@@ -1,0 +1,179 @@
+//! kswapd and direct reclaim on a small machine whose page cache fills:
+//! kswapd wakes below LOW and reclaims to HIGH, naps and sleeps; when it
+//! cannot keep up the writers stall in direct reclaim; the counters,
+//! tracepoints and zoneinfo text are the kernel's.
+
+use wbsim::kernel::Kernel;
+use wbsim::mm::page_alloc::ZONE_MOVABLE;
+use wbsim::scenario::Scenario;
+use wbsim::trace::Tracer;
+
+/// A 1 GiB machine writing 3 GiB through a fast loop device, with the
+/// vmscan events traced.
+fn machine(sets: &[&str]) -> Kernel {
+    let toml = r#"
+        [machine]
+        memory = "1G"
+        cpus = 2
+        [devices.loop0]
+        type = "throttled"
+        write_bps = "400MiB/s"
+        [filesystems.f]
+        device = "loop0"
+        [jobs.dd]
+        numjobs = 2
+        bs = "1M"
+        [run]
+        duration = "20s"
+        warmup = "0s"
+        [trace]
+        events = ["mm_vmscan_kswapd_wake", "mm_vmscan_kswapd_sleep", "mm_vmscan_wakeup_kswapd",
+                  "mm_vmscan_direct_reclaim_begin", "mm_vmscan_direct_reclaim_end"]
+    "#;
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let sc = Scenario::load_str(toml, "reclaim.toml", "reclaim", &sets).expect("scenario");
+    Kernel::new(sc.clone(), Tracer::new(&sc.trace.events))
+}
+
+/// Run to the end, checking the invariants now and then; returns the
+/// lowest free page count seen once kswapd first ran.
+fn run(k: &mut Kernel) -> u64 {
+    let mut n = 0u64;
+    let mut lowest = u64::MAX;
+    while k.step() {
+        n += 1;
+        if k.vm.pageoutrun > 0 {
+            lowest = lowest.min(k.vm.nr_free_pages);
+        }
+        if n.is_multiple_of(997) {
+            if let Err(e) = k.check_invariants() {
+                panic!("after event {n}: {e}");
+            }
+        }
+    }
+    k.check_invariants().expect("invariants at the end");
+    lowest
+}
+
+#[test]
+fn kswapd_keeps_free_memory_between_the_watermarks() {
+    let mut k = machine(&[]);
+    let lowest = run(&mut k);
+    let v = &k.vm;
+    assert!(v.pageoutrun > 0, "kswapd never ran");
+    assert!(v.pgsteal_kswapd > 0 && v.pgscan_kswapd >= v.pgsteal_kswapd);
+    // kswapd does the bulk of it; a writer's batch between two throttle
+    // checks (up to ~1600 pages here) is allocated at once, and two of
+    // them can cross the LOW−MIN gap (2740 pages) before kswapd gets a
+    // CPU: then the writer reclaims for itself
+    assert!(
+        v.pgsteal_direct * 50 < v.pgsteal_kswapd,
+        "direct {} vs kswapd {}",
+        v.pgsteal_direct,
+        v.pgsteal_kswapd
+    );
+    // free memory stays near the watermarks: never far below MIN, and
+    // below HIGH when kswapd is woken
+    let min: u64 = k.zones.z.iter().map(|z| z.min()).sum();
+    let high: u64 = k.zones.z.iter().map(|z| z.high()).sum();
+    assert!(lowest > min / 2, "free {lowest} fell far below MIN {min}");
+    assert!(lowest < high, "free {lowest} never went below HIGH {high}");
+    // kswapd naps and is woken again within 100 ms by the streaming
+    // writers (the kernel's low_wmark_hit_quickly under a steady stream)
+    assert!(v.kswapd_low_wmark_hit_quickly > 0);
+    // the trace: kswapd0's lines and the writers' wakeups, 6.18's format
+    let t = &k.tracer.buf;
+    assert!(
+        t.contains("kswapd0-") && t.contains(": mm_vmscan_kswapd_wake: nid=0 order=0\n"),
+        "{}",
+        &t[..t.len().min(2000)]
+    );
+    assert!(t.contains(
+        ": mm_vmscan_wakeup_kswapd: nid=0 order=0 gfp_flags=GFP_HIGHUSER_MOVABLE|__GFP_WRITE\n"
+    ));
+    // balance_pgdat runs once per wake, hit-quickly or not
+    let wakes = t.matches("mm_vmscan_kswapd_wake").count() as u64;
+    assert_eq!(wakes, v.pageoutrun);
+    let vmstat = v.render(0, 0);
+    for c in [
+        "pgscan_kswapd ",
+        "allocstall_movable ",
+        "pageoutrun ",
+        "kswapd_low_wmark_hit_quickly ",
+    ] {
+        assert!(vmstat.contains(c), "{c} in {vmstat}");
+    }
+    // zoneinfo's text
+    let zi = k.zones.render_zoneinfo();
+    assert!(
+        zi.contains("Node 0, zone    DMA32\n")
+            && zi.contains("protection: (0, 943, 943, 943, 943)"),
+        "{zi}"
+    );
+}
+
+#[test]
+fn a_slow_kswapd_leaves_the_writers_to_reclaim() {
+    // 20 us of CPU per page scanned: kswapd reclaims 50k pages/s, the
+    // writers dirty 100k pages/s
+    let mut k = machine(&["machine.cost.reclaim_per_page=20us"]);
+    run(&mut k);
+    let v = &k.vm;
+    assert!(v.allocstall[ZONE_MOVABLE] > 0, "no direct reclaim");
+    assert_eq!(v.allocstall.iter().sum::<u64>(), v.allocstall[ZONE_MOVABLE]);
+    assert!(v.pgsteal_direct >= 32 * v.allocstall[ZONE_MOVABLE] / 2);
+    let t = &k.tracer.buf;
+    let begins = t
+        .matches(": mm_vmscan_direct_reclaim_begin: order=0 gfp_flags=GFP_HIGHUSER_MOVABLE")
+        .count() as u64;
+    assert_eq!(begins, v.allocstall[ZONE_MOVABLE]);
+    assert_eq!(
+        t.matches(": mm_vmscan_direct_reclaim_end: nr_reclaimed=")
+            .count() as u64,
+        begins
+    );
+    // the direct reclaimers' CPU time shows as the writers' system time
+    let writers_sys: u64 = k
+        .tasks
+        .iter()
+        .filter(|t| t.comm == "dd")
+        .map(|t| t.stime)
+        .sum();
+    assert!(writers_sys > v.pgsteal_direct * 20_000 / 2);
+}
+
+#[test]
+fn no_reclaim_when_memory_suffices() {
+    let mut k = machine(&["machine.memory=16G", "run.duration=3s"]);
+    run(&mut k);
+    assert_eq!(k.vm.pageoutrun, 0);
+    assert!(
+        k.vmscan.kswapd.is_none(),
+        "kswapd0 is created when first woken"
+    );
+    assert!(!k.vm.render(0, 0).contains("pageoutrun"));
+}
+
+/// A writer that stops: kswapd balances the node, naps 100 ms, finds it
+/// still balanced and sleeps until woken (`mm_vmscan_kswapd_sleep`).
+#[test]
+fn kswapd_sleeps_once_balanced() {
+    let mut k = machine(&[
+        "jobs.dd.numjobs=1",
+        "jobs.dd.size=1200M",
+        "run.duration=15s",
+    ]);
+    run(&mut k);
+    assert!(k.vm.pageoutrun > 0);
+    let t = &k.tracer.buf;
+    let sleep = t
+        .rfind(": mm_vmscan_kswapd_sleep: nid=0\n")
+        .expect("kswapd slept");
+    // its last lines: the wake, then (after the nap) the sleep
+    assert!(t[..sleep].rfind("mm_vmscan_kswapd_wake").is_some());
+    assert!(
+        t[sleep..].find("mm_vmscan_kswapd_wake").is_none(),
+        "nothing woke it again"
+    );
+    assert!(k.zones.pgdat_balanced(ZONE_MOVABLE));
+}
