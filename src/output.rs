@@ -79,6 +79,7 @@ pub fn simulate_with(
         extra_files.push(("fio.json".to_string(), f.json.into_bytes()));
         extra_files.push(("fio.txt".to_string(), f.normal.into_bytes()));
     }
+    extra_files.extend(k.bcache_files());
     if !k.evcount.is_empty() {
         eprintln!("events by kind: {:?}", k.evcount);
     }

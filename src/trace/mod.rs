@@ -24,6 +24,12 @@ pub struct EventMask {
     pub wbt_timer: bool,
     pub sched_switch: bool,
     pub sched_wakeup: bool,
+    pub bcache_write: bool,
+    pub bcache_bypass_sequential: bool,
+    pub bcache_bypass_congested: bool,
+    pub bcache_writeback: bool,
+    pub bcache_gc_start: bool,
+    pub bcache_gc_end: bool,
 }
 
 impl EventMask {
@@ -43,6 +49,12 @@ impl EventMask {
                 "wbt_timer" => m.wbt_timer = true,
                 "sched_switch" => m.sched_switch = true,
                 "sched_wakeup" => m.sched_wakeup = true,
+                "bcache_write" => m.bcache_write = true,
+                "bcache_bypass_sequential" => m.bcache_bypass_sequential = true,
+                "bcache_bypass_congested" => m.bcache_bypass_congested = true,
+                "bcache_writeback" => m.bcache_writeback = true,
+                "bcache_gc_start" => m.bcache_gc_start = true,
+                "bcache_gc_end" => m.bcache_gc_end = true,
                 _ => {}
             }
         }
@@ -156,6 +168,8 @@ pub fn event_subsystem(event: &str) -> &'static str {
         "wbt"
     } else if event.starts_with("sched_") {
         "sched"
+    } else if event.starts_with("bcache_") {
+        "bcache"
     } else {
         "writeback"
     }
