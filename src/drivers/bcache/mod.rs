@@ -395,6 +395,36 @@ pub struct BcacheState {
 }
 
 impl BcacheState {
+    /// A device's state outside a kernel, for tests: a cache of
+    /// `cache_sectors` over a backing device of `bdev_sectors`.
+    pub fn detached(conf: BcacheConf, cache_sectors: u64, bdev_sectors: u64) -> BcacheState {
+        BcacheState {
+            set: CacheSet::new(cache_sectors, conf.bucket_sectors),
+            conf,
+            cache: 0,
+            backing: 0,
+            rate: RateState::new(0),
+            idle: IdleState::default(),
+            seq: request::SeqTable::new(),
+            congested: 0,
+            congested_last_us: 0,
+            ops: Vec::new(),
+            free_ops: Vec::new(),
+            has_dirty: false,
+            sb_dirty: false,
+            wb: writeback::WbThread::default(),
+            stats: Stats::default(),
+            keys_done: 0,
+            keys_failed: 0,
+            worker: 0,
+            bdev_sectors,
+            alloc_wait: Default::default(),
+            samples: String::new(),
+            sample_t0: None,
+            dev_index: 0,
+        }
+    }
+
     pub fn op_new(&mut self, op: Op) -> u32 {
         match self.free_ops.pop() {
             Some(t) => {

@@ -727,6 +727,54 @@ mod tests {
         assert_eq!(fract_exp_two(1023, 6), (127u64 << 15 >> 6) as u32);
     }
 
+    /// Spec §3.9's cutoffs: in writeback mode every write is cached dirty
+    /// up to in_use 40; above it only REQ_SYNC and REQ_META writes; above
+    /// 70 none; a sequential or congestion bypass wins; other modes never.
+    #[test]
+    fn should_writeback_follows_the_cutoffs_and_the_sync_exceptions() {
+        let conf = super::super::BcacheConf {
+            cache_mode: CacheMode::Writeback,
+            ..Default::default()
+        };
+        let mut b = BcacheState::detached(conf, 1 << 21, 1 << 24);
+        let plain = 0u8;
+        let dio = REQ_SYNC | crate::block::blk_wbt::REQ_IDLE;
+        for (in_use, plain_wb, sync_wb, meta_wb) in [
+            (0, true, true, true),
+            (40, true, true, true),
+            (41, false, true, true),
+            (70, false, true, true),
+            (71, false, false, false),
+        ] {
+            b.set.in_use = in_use;
+            assert_eq!(should_writeback(&b, plain, false), plain_wb, "{in_use}");
+            assert_eq!(should_writeback(&b, dio, false), sync_wb, "{in_use}");
+            assert_eq!(should_writeback(&b, REQ_META, false), meta_wb, "{in_use}");
+            assert!(!should_writeback(&b, dio, true));
+        }
+        b.set.in_use = 0;
+        b.conf.cache_mode = CacheMode::Writethrough;
+        assert!(!should_writeback(&b, dio, false));
+    }
+
+    /// No thresholds, no congestion; a cache IO slower than the threshold
+    /// makes the next ~2^(i/64) sectors of a stream bypass.
+    #[test]
+    fn congestion_follows_slow_cache_io() {
+        let mut b = BcacheState::detached(Default::default(), 1 << 21, 1 << 24);
+        assert_eq!(get_congested(&b, 1_000_000, 0), 0);
+        // a 30 ms write (threshold 20 ms): congested by 29 (30000/1024)
+        b.congested = -29;
+        b.congested_last_us = 1_000_000;
+        // i = 0 + (-29) + 1024 = 995: 2^(995/64) = 48128, less 0 bits
+        assert_eq!(get_congested(&b, 1_000_000, 0), fract_exp_two(995, 6));
+        // 30 units of 1024 us later it has worn off
+        assert_eq!(get_congested(&b, 1_000_000 + 30 * 1024, 0), 0);
+        b.conf.congested_read_us = 0;
+        b.conf.congested_write_us = 0;
+        assert_eq!(get_congested(&b, 1_000_000, 0), 0);
+    }
+
     #[test]
     fn rwbs_flags() {
         assert_eq!(rwbs(REQ_SYNC | crate::block::blk_wbt::REQ_IDLE), "WS");
