@@ -728,6 +728,12 @@ impl Kernel {
         }
         b.wb.keys[k as usize].done = true;
         b.wb.in_flight -= 1;
+        // dirty writes waiting for a bucket: the allocator keeps asking GC
+        // (invalidate_needs_gc) until writeback has cleaned a bucket
+        if !b.alloc_wait.is_empty() && b.set.needs_gc && b.keys_done.is_multiple_of(64) {
+            self.bcache_gc(dev);
+        }
+        let b = self.bcache(dev);
         match b.wb.phase {
             WbPhase::Issue | WbPhase::Drain => self.bcache_wb_run(dev),
             _ => {}
