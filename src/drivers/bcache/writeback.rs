@@ -398,9 +398,14 @@ impl WbThread {
     /// `bch_keybuf_check_overlapping`: a key being written back overlaps
     /// `[s, e)`.
     pub fn overlaps(&self, s: u64, e: u64) -> bool {
-        self.keys
+        // the keys are sorted and disjoint: walk back from the last one
+        // starting before `e` while they end after `s`
+        let i = self.keys.partition_point(|k| k.start < e);
+        self.keys[..i]
             .iter()
-            .any(|k| !k.done && k.start < e && k.start + k.len > s)
+            .rev()
+            .take_while(|k| k.start + k.len > s)
+            .any(|k| !k.done)
     }
 
     /// The cache sectors of the buffer's keys (GC keeps their buckets dirty).
