@@ -89,6 +89,7 @@ pub fn simulate_with(
         "zoneinfo".to_string(),
         k.zones.render_zoneinfo().into_bytes(),
     ));
+    extra_files.extend(k.bcache_files());
     if !k.evcount.is_empty() {
         eprintln!("events by kind: {:?}", k.evcount);
     }

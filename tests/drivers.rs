@@ -238,6 +238,12 @@ fn bad_device_input_is_a_scenario_error() {
             3,
             "unknown key `devices.sda.throttle.wirte_bps` for a `hdd` device; expected one of its keys {rpm,avg_seek,",
         ),
+        // bcache names its members
+        (
+            "type = \"bcache\"\n",
+            2,
+            "bcache device `sda` needs `cache = \"DEV\"`",
+        ),
         (
             "type = \"ssd\"\nqueue.depth = 4\n",
             3,
@@ -245,9 +251,9 @@ fn bad_device_input_is_a_scenario_error() {
         ),
         // an unknown type lists every type
         (
-            "type = \"bcache\"\n",
+            "type = \"zram\"\n",
             2,
-            "expected one of \"throttled\", \"loop\", \"disk\", \"ssd\", \"hdd\", \"raid0\"",
+            "expected one of \"throttled\", \"loop\", \"disk\", \"ssd\", \"hdd\", \"raid0\", \"bcache\"",
         ),
     ] {
         let src = format!("[devices.sda]\n{dev}{TAIL}");

@@ -63,6 +63,14 @@ pub enum BioOwner {
         pid: u32,
         tag: u32,
     },
+    /// A bio a stacked driver issues on its own account, not as a piece of
+    /// an upper bio (bcache's writeback reads and writes, cache fills):
+    /// device `dev`'s driver hears of its completion with its `tag`
+    /// (`Kernel::driver_bio_done`).
+    Driver {
+        dev: u32,
+        tag: u32,
+    },
 }
 
 /// /sys/block/DEV/stat (`part_stat_show`: both halves, `in_flight`,

@@ -8,6 +8,7 @@
 //! | `ssd`       | `ssd.rs`     | request-based: channels, write cache          |
 //! | `hdd`       | `hdd.rs`     | request-based: seek, rotation, zoned media    |
 //! | `raid0`     | `raid0.rs`   | bio-based (stacked): md striping              |
+//! | `bcache`    | `bcache/`    | bio-based (stacked): an SSD cache over a disk |
 //!
 //! A driver owns its scenario keys (their defaults and validation), its
 //! queue's defaults and device numbers ([`QueueInfo`]), and its part of
@@ -69,6 +70,7 @@ pub(crate) const DRIVER_TYPES: &[DriverType] = &[
     ssd::TYPE,
     hdd::TYPE,
     raid0::TYPE,
+    bcache::TYPE,
 ];
 
 /// A device's driver and its configuration, as read from the scenario.
@@ -88,6 +90,8 @@ pub enum DeviceKind {
     Hdd(hdd::HddModel),
     /// md RAID0 over member devices (drivers/raid0.rs).
     Raid0(raid0::Raid0Conf),
+    /// bcache: a cache device over a backing device (drivers/bcache/).
+    Bcache(Box<bcache::BcacheConf>),
 }
 
 /// What a driver sets up for its queue (the `queue_limits` and tag set a
@@ -131,6 +135,7 @@ impl DeviceKind {
             DeviceKind::Ssd(_) => "ssd",
             DeviceKind::Hdd(_) => "hdd",
             DeviceKind::Raid0(_) => "raid0",
+            DeviceKind::Bcache(_) => "bcache",
         }
     }
 
@@ -142,6 +147,7 @@ impl DeviceKind {
             DeviceKind::Ssd(m) => ssd::queue_info(m),
             DeviceKind::Hdd(m) => hdd::queue_info(m),
             DeviceKind::Raid0(c) => raid0::queue_info(c),
+            DeviceKind::Bcache(c) => bcache::queue_info(c),
         }
     }
 
@@ -165,6 +171,7 @@ impl DeviceKind {
     ) -> Result<(), ScenarioError> {
         match self {
             DeviceKind::Raid0(c) => raid0::claim_members(c, devices, used, origin),
+            DeviceKind::Bcache(c) => bcache::claim_members(c, devices, used, origin),
             _ => Ok(()),
         }
     }
@@ -177,6 +184,7 @@ pub enum Driver {
     Ssd(ssd::SsdState),
     Hdd(hdd::HddState),
     Raid0(raid0::Raid0State),
+    Bcache(Box<bcache::BcacheState>),
 }
 
 impl Kernel {
@@ -191,6 +199,7 @@ impl Kernel {
             DeviceKind::Ssd(m) => Driver::Ssd(ssd::SsdState::new(m.clone())),
             DeviceKind::Hdd(m) => Driver::Hdd(hdd::HddState::new(m.clone())),
             DeviceKind::Raid0(c) => Driver::Raid0(self.raid0_run(c)),
+            DeviceKind::Bcache(c) => Driver::Bcache(Box::new(self.bcache_register(dev, d, c))),
         }
     }
 
@@ -201,6 +210,7 @@ impl Kernel {
     pub fn driver_submit_bio(&mut self, dev: DevId, id: BioId, pid: Pid) -> bool {
         match self.devs[dev].driver {
             Driver::Raid0(_) => self.raid0_submit_bio(dev, id, pid),
+            Driver::Bcache(_) => self.bcache_submit_bio(dev, id, pid),
             Driver::Loop(_) | Driver::Disk(_) | Driver::Ssd(_) | Driver::Hdd(_) => {
                 self.blk_mq_submit_bio(Some(pid), id)
             }
@@ -218,6 +228,7 @@ impl Kernel {
             Driver::Ssd(_) => self.ssd_queue_rq(dev, rq),
             Driver::Hdd(_) => self.hdd_queue_rq(dev, rq),
             Driver::Raid0(_) => unreachable!("md devices are bio-based"),
+            Driver::Bcache(_) => unreachable!("bcache devices are bio-based"),
         }
     }
 
@@ -228,8 +239,12 @@ impl Kernel {
         let dev = self.bios[parent].as_ref().expect("parent bio").dev;
         match self.devs[dev].driver {
             Driver::Raid0(_) => self.raid0_end_child_bio(parent),
-            Driver::Loop(_) | Driver::Disk(_) | Driver::Ssd(_) | Driver::Hdd(_) => {
-                unreachable!("only stacked drivers make child bios")
+            Driver::Loop(_)
+            | Driver::Disk(_)
+            | Driver::Ssd(_)
+            | Driver::Hdd(_)
+            | Driver::Bcache(_) => {
+                unreachable!("only md makes child bios")
             }
         }
     }
@@ -240,8 +255,27 @@ impl Kernel {
     pub fn driver_step(&mut self, pid: Pid, dev: DevId) -> Action {
         match self.devs[dev].driver {
             Driver::Loop(_) => self.loop_step(pid, dev),
-            Driver::Disk(_) | Driver::Ssd(_) | Driver::Hdd(_) | Driver::Raid0(_) => {
+            Driver::Disk(_)
+            | Driver::Ssd(_)
+            | Driver::Hdd(_)
+            | Driver::Raid0(_)
+            | Driver::Bcache(_) => {
                 unreachable!("the driver runs no thread")
+            }
+        }
+    }
+
+    /// A bio a driver issued on its own account (`BioOwner::Driver`:
+    /// bcache's writeback, cache fills and member IO) completed.
+    pub fn driver_bio_done(&mut self, dev: DevId, tag: u32, b: &crate::block::Bio) {
+        match self.devs[dev].driver {
+            Driver::Bcache(_) => self.bcache_bio_done(dev, tag, b),
+            Driver::Loop(_)
+            | Driver::Disk(_)
+            | Driver::Ssd(_)
+            | Driver::Hdd(_)
+            | Driver::Raid0(_) => {
+                unreachable!("the driver issues no bios of its own")
             }
         }
     }

@@ -376,6 +376,7 @@ impl Kernel {
             BioOwner::XfsAil(sb) => self.xfs_ail_bio_done(sb as usize),
             BioOwner::PageRead => self.filemap_read_end_io(b),
             BioOwner::Dio { pid, tag } => self.dio_bio_end_io(pid as usize, tag, b),
+            BioOwner::Driver { dev, tag } => self.driver_bio_done(dev as usize, tag, b),
         }
     }
 

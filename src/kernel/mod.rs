@@ -53,6 +53,9 @@ pub enum Ev {
     /// A request completes on a device (disk, ssd, hdd time it when the
     /// driver takes it).
     ReqDone { rq: u32 },
+    /// A bcache device's delayed work or writeback thread timer
+    /// (drivers/bcache/writeback.rs: `what`; stale if `gen` moved on).
+    Bcache { dev: u32, what: u8, gen: u32 },
     /// The knob writes of `sc.events[idx]` (a sysctl or sysfs write).
     Knobs { idx: u32 },
     /// Periodic sampling of counters for the summary.
@@ -378,6 +381,7 @@ impl Kernel {
                 self.request_done(rq as usize, service);
                 self.blk_mq_slot_done(dev);
             }
+            Ev::Bcache { dev, what, gen } => self.bcache_event(dev as usize, what, gen),
             Ev::Knobs { idx } => {
                 for w in self.sc.events[idx as usize].writes.clone() {
                     self.knob_write(w);

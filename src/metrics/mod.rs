@@ -157,6 +157,11 @@ impl Kernel {
             nr_dirtied: self.vm.nr_dirtied,
             nr_written: self.vm.nr_written,
         });
+        for d in 0..self.devs.len() {
+            if matches!(self.devs[d].driver, crate::drivers::Driver::Bcache(_)) {
+                self.bcache_sample(d);
+            }
+        }
         if !self.rec.window_started && now >= self.sc.run.warmup {
             self.rec.window_started = true;
             self.rec.task_start = (0..self.tasks.len())

@@ -43,11 +43,11 @@ const fn k(
 
 const ALL: Option<&str> = None;
 const THROTTLED: Option<&str> = Some("throttled");
-const LOOPS: Option<&str> = Some("loop, throttled");
 const DISK: Option<&str> = Some("disk");
 const SSD: Option<&str> = Some("ssd");
 const HDD: Option<&str> = Some("hdd");
 const RAID0: Option<&str> = Some("raid0");
+const BCACHE: Option<&str> = Some("bcache");
 const EXT4: Option<&str> = Some("ext4");
 const DD: Option<&str> = Some("dd");
 const FS_MARK: Option<&str> = Some("fs_mark");
@@ -102,10 +102,10 @@ pub const KEYS: &[KeyDoc] = &[
     k("vm.watermark_scale_factor", "10", ALL, "100", "sysctl (1..3000): the LOW−MIN and HIGH−LOW gaps in 1/10000 of a zone (at least MIN/4)"),
     k("vm.lowmem_reserve_ratio", "\"256 256 32 0 0\"", ALL, "\"256 256 32 0 0\"", "sysctl: per lower zone, the ratio of higher zones' pages it keeps back (zoneinfo's protection)"),
     // devices
-    k("devices.NAME.type", "required", ALL, "\"ssd\"", "`loop` (a loop device over a store that completes at once), `throttled` (a loop device with a write cap), `disk`, `ssd`, `hdd` or `raid0`"),
+    k("devices.NAME.type", "required", ALL, "\"ssd\"", "`loop` (a loop device over a store that completes at once), `throttled` (a loop device with a write cap), `disk`, `ssd`, `hdd`, `raid0` or `bcache`"),
     k("devices.NAME.write_bps", "required", THROTTLED, "\"50MiB/s\"", "the loop device's write cap: its `throttle.write_bps`"),
     k("devices.NAME.read_bps", "none (no cap)", THROTTLED, "\"100MiB/s\"", "the loop device's read cap: its `throttle.read_bps`"),
-    k("devices.NAME.backing", "none", LOOPS, "\"tmpfs\"", "`tmpfs`: a loop worker copies each request into the image's tmpfs pages on a CPU; `none`: requests complete once the throttle passes them"),
+    k("devices.NAME.backing", "none (loop, throttled); required (bcache)", Some("loop, throttled, bcache"), "\"tmpfs\"", "loop: `tmpfs` (a loop worker copies requests into tmpfs pages on a CPU) or `none`; bcache: the backing device's name"),
     k("devices.NAME.throttle.write_bps", "none (no cap)", ALL, "\"20MiB/s\"", "blk-throttle's write cap on the queue, any type (`blkio.throttle.write_bps_device`, `io.max` `wbps`)"),
     k("devices.NAME.throttle.read_bps", "none (no cap)", ALL, "\"20MiB/s\"", "blk-throttle's read cap on the queue, any type (`io.max` `rbps`), on a budget of its own"),
     k("devices.NAME.bandwidth", "150MiB/s (disk), 500MB/s (ssd)", Some("disk, ssd"), "\"200MiB/s\"", "data rate"),
@@ -115,7 +115,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("devices.NAME.channels", "4", SSD, "8", "parallel flash channels"),
     k("devices.NAME.per_io", "40us", SSD, "\"20us\"", "fixed cost of a write on a channel (the defaults: a SATA SSD, ~55k random 4 KiB write IOPS)"),
     k("devices.NAME.write_cache", "true", Some("ssd, hdd"), "false", "volatile write cache"),
-    k("devices.NAME.cache", "64M", Some("ssd, hdd"), "\"32M\"", "write cache size"),
+    k("devices.NAME.cache", "64M (ssd, hdd); required (bcache)", Some("ssd, hdd, bcache"), "\"32M\"", "ssd, hdd: write cache size; bcache: the cache device's name"),
     k("devices.NAME.flush_bandwidth", "500MB/s", SSD, "\"400MB/s\"", "write cache drain rate"),
     k("devices.NAME.read_latency", "50us", SSD, "\"80us\"", "fixed cost of a read on a channel (flash tR and the command; the defaults: a SATA SSD, ~12.5k 4 KiB read IOPS at depth 1)"),
     k("devices.NAME.read_bandwidth", "550MB/s", SSD, "\"3GB/s\"", "read data rate, shared by the channels"),
@@ -128,7 +128,26 @@ pub const KEYS: &[KeyDoc] = &[
     k("devices.NAME.per_cmd_overhead", "100us", HDD, "\"50us\"", "controller time per command"),
     k("devices.NAME.members", "required", RAID0, "[\"ssd0\", \"ssd1\"]", "member devices: at least two unused `ssd`, `hdd` or `disk` devices"),
     k("devices.NAME.chunk", "512k", RAID0, "\"256k\"", "stripe chunk (a power of two ≥ 4k)"),
-    k("devices.NAME.devno", "7:N (loop, throttled), 8:16N (disk, ssd, hdd), 9:N (raid0)", ALL, "\"8:0\"", "major:minor, also the bdi name in traces"),
+    k("devices.NAME.bucket_size", "512k", BCACHE, "\"1M\"", "the cache's bucket (make-bcache --bucket): a power of two in 4k..=16M"),
+    k("devices.NAME.cache_mode", "writethrough", BCACHE, "\"writeback\"", "sysfs `cache_mode`: `writethrough`, `writeback`, `writearound` or `none`"),
+    k("devices.NAME.writeback_percent", "10", BCACHE, "2", "sysfs `writeback_percent`: the dirty target, percent of the cache (0..=cutoff_writeback; 0: writeback at full speed)"),
+    k("devices.NAME.writeback_delay", "30", BCACHE, "0", "sysfs `writeback_delay`: seconds the writeback thread sleeps after a pass over the whole index"),
+    k("devices.NAME.writeback_running", "true", BCACHE, "false", "sysfs `writeback_running`"),
+    k("devices.NAME.writeback_rate_update_seconds", "5", BCACHE, "10", "sysfs `writeback_rate_update_seconds` (1..=60): the controller's period"),
+    k("devices.NAME.writeback_rate_p_term_inverse", "40", BCACHE, "20", "sysfs `writeback_rate_p_term_inverse`: the excess over the target is retired in this many seconds"),
+    k("devices.NAME.writeback_rate_i_term_inverse", "10000", BCACHE, "5000", "sysfs `writeback_rate_i_term_inverse`"),
+    k("devices.NAME.writeback_rate_minimum", "8", BCACHE, "16", "sysfs `writeback_rate_minimum` (sectors/s)"),
+    k("devices.NAME.writeback_consider_fragment", "true", BCACHE, "false", "sysfs `writeback_consider_fragment` (5.12): the fragmentation term; false is the kernel before 5.12"),
+    k("devices.NAME.writeback_rate_fp_term_low", "1", BCACHE, "1", "sysfs `writeback_rate_fp_term_low` (in_use 50..57%; low < mid < high; the 5.12 posting had 1/5/50)"),
+    k("devices.NAME.writeback_rate_fp_term_mid", "10", BCACHE, "5", "sysfs `writeback_rate_fp_term_mid` (in_use 57..64%)"),
+    k("devices.NAME.writeback_rate_fp_term_high", "1000", BCACHE, "50", "sysfs `writeback_rate_fp_term_high` (in_use above 64%)"),
+    k("devices.NAME.sequential_cutoff", "4194304", BCACHE, "0", "sysfs `sequential_cutoff` (bytes): a task's stream this long bypasses the cache; 0: never"),
+    k("devices.NAME.congested_read_threshold_us", "2000", BCACHE, "0", "the cache set's `congested_read_threshold_us`: cache reads slower than this make it congested (0 and the write one 0: off)"),
+    k("devices.NAME.congested_write_threshold_us", "20000", BCACHE, "0", "the cache set's `congested_write_threshold_us`"),
+    k("devices.NAME.cutoff_writeback", "40", BCACHE, "50", "module parameter `bch_cutoff_writeback` (1..=70): above this in_use only sync and metadata writes are cached dirty"),
+    k("devices.NAME.cutoff_writeback_sync", "70", BCACHE, "80", "module parameter `bch_cutoff_writeback_sync` (cutoff_writeback..=90): above this in_use no write is cached dirty"),
+    k("devices.NAME.idle_max_writeback_rate", "true", BCACHE, "false", "the cache set's `idle_max_writeback_rate`: after 6 idle updates writeback runs at the maximum rate"),
+    k("devices.NAME.devno", "7:N (loop, throttled), 8:16N (disk, ssd, hdd), 9:N (raid0), 252:128N (bcache)", ALL, "\"8:0\"", "major:minor, also the bdi name in traces"),
     k("devices.NAME.size", "1T (hdd: 4T)", ALL, "\"5G\"", "capacity"),
     k("devices.NAME.queue.max_sectors_kb", "min(max_hw_sectors_kb, 1280)", ALL, "512", "sysfs `queue/max_sectors_kb`: bios are split at it"),
     k("devices.NAME.queue.max_hw_sectors_kb", "1280 (loop, throttled), 32767 (others)", ALL, "2048", "sysfs `queue/max_hw_sectors_kb`"),
@@ -451,6 +470,14 @@ type = "ssd"
 [devices.md0]
 type = "raid0"
 members = ["ssd0", "ssd1"]
+[devices.ssd2]
+type = "ssd"
+[devices.hdd1]
+type = "hdd"
+[devices.bc0]
+type = "bcache"
+cache = "ssd2"
+backing = "hdd1"
 [filesystems.scratch]
 device = "loop0"
 [filesystems.fdisk]
@@ -463,6 +490,8 @@ device = "hdd0"
 [filesystems.fmd]
 type = "xfs"
 device = "md0"
+[filesystems.fbc]
+device = "bc0"
 [jobs.dd]
 filesystem = "scratch"
 numjobs = 2
@@ -500,6 +529,7 @@ at = "10s"
             ("devices", Some("disk")) => "disk0",
             ("devices", Some("hdd")) => "hdd0",
             ("devices", Some("raid0")) => "md0",
+            ("devices", Some("bcache")) => "bc0",
             ("devices", _) => "sda",
             ("filesystems", _) => "scratch",
             ("jobs", Some("fs_mark")) => "fsmark",

@@ -468,6 +468,12 @@ pub const TRACE_EVENTS: &[&str] = &[
     "mm_vmscan_wakeup_kswapd",
     "mm_vmscan_direct_reclaim_begin",
     "mm_vmscan_direct_reclaim_end",
+    "bcache_write",
+    "bcache_bypass_sequential",
+    "bcache_bypass_congested",
+    "bcache_writeback",
+    "bcache_gc_start",
+    "bcache_gc_end",
 ];
 
 /// `wbsim fidelity` tolerances: metric name -> allowed error in percent
@@ -1134,6 +1140,14 @@ fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
                 read_ahead_kb,
             },
         });
+    }
+    // a bcache device is its backing device's size less the data offset
+    for i in 0..devices.len() {
+        if let DeviceKind::Bcache(c) = &devices[i].kind {
+            if let Some(sz) = crate::drivers::bcache::size_from_backing(c, &devices) {
+                devices[i].size = sz;
+            }
+        }
     }
     Ok(devices)
 }

@@ -29,6 +29,12 @@ pub struct EventMask {
     pub mm_vmscan_wakeup_kswapd: bool,
     pub mm_vmscan_direct_reclaim_begin: bool,
     pub mm_vmscan_direct_reclaim_end: bool,
+    pub bcache_write: bool,
+    pub bcache_bypass_sequential: bool,
+    pub bcache_bypass_congested: bool,
+    pub bcache_writeback: bool,
+    pub bcache_gc_start: bool,
+    pub bcache_gc_end: bool,
 }
 
 impl EventMask {
@@ -53,6 +59,12 @@ impl EventMask {
                 "mm_vmscan_wakeup_kswapd" => m.mm_vmscan_wakeup_kswapd = true,
                 "mm_vmscan_direct_reclaim_begin" => m.mm_vmscan_direct_reclaim_begin = true,
                 "mm_vmscan_direct_reclaim_end" => m.mm_vmscan_direct_reclaim_end = true,
+                "bcache_write" => m.bcache_write = true,
+                "bcache_bypass_sequential" => m.bcache_bypass_sequential = true,
+                "bcache_bypass_congested" => m.bcache_bypass_congested = true,
+                "bcache_writeback" => m.bcache_writeback = true,
+                "bcache_gc_start" => m.bcache_gc_start = true,
+                "bcache_gc_end" => m.bcache_gc_end = true,
                 _ => {}
             }
         }
@@ -168,6 +180,8 @@ pub fn event_subsystem(event: &str) -> &'static str {
         "sched"
     } else if event.starts_with("mm_vmscan_") {
         "vmscan"
+    } else if event.starts_with("bcache_") {
+        "bcache"
     } else {
         "writeback"
     }

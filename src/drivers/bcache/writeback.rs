@@ -21,6 +21,9 @@
 //! truncate toward zero, and the new rate clamped after a cast to 32 bits.
 
 use super::util::{hprint, Ratelimit};
+use super::Op;
+use crate::block::blk_wbt::REQ_READ;
+use crate::kernel::{DevId, Kernel};
 use crate::sim::Ns;
 
 /// `BCH_WRITEBACK_FRAGMENT_THRESHOLD_LOW`, `_MID`, `_HIGH` (in_use, %).
@@ -315,6 +318,432 @@ pub fn rate_debug(st: &RateState, dirty: i64, running: bool, now: Ns) -> String 
         hprint(on(st.change) << 9),
         next_io
     )
+}
+
+// ---------------------------------------------------------------------------
+// The writeback thread (`bch_writeback_thread`, `refill_dirty`,
+// `read_dirty`, `write_dirty`, `write_dirty_finish`) and the delayed work
+// that runs the controller, as events of the device.
+
+/// `Ev::Bcache` kinds: the rate update's delayed work, and the writeback
+/// thread's timer.
+pub const EV_RATE_UPDATE: u8 = 0;
+pub const EV_WB_WAKE: u8 = 1;
+/// `KEYBUF_NR`: keys a refill takes.
+pub const KEYBUF_NR: usize = 500;
+/// `MAX_WRITEBACKS_IN_PASS`, `MAX_WRITESIZE_IN_PASS`.
+pub const MAX_WRITEBACKS_IN_PASS: usize = 5;
+pub const MAX_WRITESIZE_IN_PASS: u64 = 5000;
+/// `dc->in_flight`'s semaphore: keys in flight.
+pub const WB_IN_FLIGHT: u32 = 64;
+
+/// Where the writeback thread is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum WbPhase {
+    /// Asleep until `bch_writeback_add` wakes it (nothing dirty).
+    #[default]
+    Idle,
+    /// In `read_dirty`, issuing keys (or blocked on the in-flight
+    /// semaphore when 64 are out).
+    Issue,
+    /// Sleeping on the rate limiter between batches.
+    RateSleep,
+    /// `closure_sync`: waiting for the last keys of the buffer.
+    Drain,
+    /// The `writeback_delay` sleep after a pass over the whole index.
+    FullDelay,
+}
+
+/// A key in the writeback buffer (`struct keybuf_key`) and its IO.
+#[derive(Clone, Copy, Debug)]
+pub struct WbKey {
+    pub start: u64,
+    pub len: u64,
+    pub cofs: u64,
+    pub gen: u8,
+    /// Its place in this `read_dirty` call's write order.
+    pub seq: u64,
+    pub issued: bool,
+    pub done: bool,
+    pub read_done: bool,
+}
+
+/// The writeback thread's state (`dc->writeback_keys` and the thread).
+#[derive(Clone, Debug, Default)]
+pub struct WbThread {
+    pub phase: WbPhase,
+    /// Timer generation: a wake whose gen moved on is stale.
+    pub gen: u32,
+    /// The key buffer in ascending order.
+    pub keys: Vec<WbKey>,
+    /// The next key `bch_keybuf_next` gives.
+    pub next: usize,
+    /// The batch being issued and how far.
+    pub batch: Vec<u32>,
+    pub batch_pos: usize,
+    pub batch_size: u64,
+    pub in_flight: u32,
+    /// `writeback_sequence_next`, and the seq counter.
+    pub seq_next: u64,
+    pub seq: u64,
+    /// `last_scanned`.
+    pub last_scanned: u64,
+    /// This pass searched the whole index.
+    pub searched_full: bool,
+    /// Keys whose backing write may go once their turn comes, by seq.
+    pub ready: std::collections::BTreeMap<u64, u32>,
+}
+
+impl WbThread {
+    /// `bch_keybuf_check_overlapping`: a key being written back overlaps
+    /// `[s, e)`.
+    pub fn overlaps(&self, s: u64, e: u64) -> bool {
+        // the keys are sorted and disjoint: walk back from the last one
+        // starting before `e` while they end after `s`
+        let i = self.keys.partition_point(|k| k.start < e);
+        self.keys[..i]
+            .iter()
+            .rev()
+            .take_while(|k| k.start + k.len > s)
+            .any(|k| !k.done)
+    }
+
+    /// The cache sectors of the buffer's keys (GC keeps their buckets dirty).
+    pub fn key_cofs(&self) -> Vec<u64> {
+        self.keys
+            .iter()
+            .filter(|k| !k.done)
+            .map(|k| k.cofs)
+            .collect()
+    }
+}
+
+impl Kernel {
+    /// `bch_writeback_add`: dirty data arrived; the first makes the
+    /// backing superblock dirty and wakes the thread.
+    pub fn bcache_writeback_add(&mut self, dev: DevId) {
+        let b = self.bcache(dev);
+        if !b.has_dirty {
+            b.has_dirty = true;
+            b.sb_dirty = true;
+            if b.wb.phase == WbPhase::Idle {
+                self.bcache_wb_run(dev);
+            }
+        }
+    }
+
+    /// An `Ev::Bcache` event.
+    pub fn bcache_event(&mut self, dev: DevId, what: u8, gen: u32) {
+        match what {
+            EV_RATE_UPDATE => self.bcache_rate_update(dev),
+            _ => {
+                let b = self.bcache(dev);
+                if b.wb.gen != gen {
+                    return;
+                }
+                match b.wb.phase {
+                    WbPhase::RateSleep => {
+                        // delay = writeback_delay(dc, 0)
+                        let d = self.bcache_writeback_delay(dev, 0);
+                        if d > 0 {
+                            self.bcache_wb_sleep(dev, d, WbPhase::RateSleep);
+                        } else {
+                            self.bcache(dev).wb.phase = WbPhase::Issue;
+                            self.bcache_wb_run(dev);
+                        }
+                    }
+                    WbPhase::FullDelay => {
+                        let now = self.now();
+                        let b = self.bcache(dev);
+                        b.rate.limiter.reset(now);
+                        b.wb.phase = WbPhase::Idle;
+                        self.bcache_wb_run(dev);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// `update_writeback_rate`, every `writeback_rate_update_seconds`.
+    fn bcache_rate_update(&mut self, dev: DevId) {
+        let now = self.now();
+        let b = self.bcache(dev);
+        let set = CacheSetState {
+            nbuckets: b.set.nbuckets,
+            avail_nbuckets: b.set.avail_nbuckets,
+            bucket_size: b.set.bucket_size,
+            in_use: b.set.in_use,
+            flash_dev_dirty_sectors: 0,
+            cached_dev_sectors: b.bdev_sectors,
+        };
+        if b.conf.writeback_running {
+            let t = TickInput {
+                set: &set,
+                bdev_sectors: b.bdev_sectors,
+                dirty: b.set.dirty_sectors as i64,
+                has_dirty: b.has_dirty,
+                idle_max_enabled: b.conf.idle_max_writeback_rate,
+                gc_mark_valid: true,
+                attached: 1,
+                lock_busy: false,
+            };
+            update_writeback_rate(&mut b.rate, &mut b.idle, &b.conf.rate, &t, now);
+        }
+        let next = now + b.conf.rate.update_seconds * NSEC_PER_SEC as u64;
+        self.q.schedule(
+            next,
+            crate::kernel::Ev::Bcache {
+                dev: dev as u32,
+                what: EV_RATE_UPDATE,
+                gen: 0,
+            },
+        );
+    }
+
+    /// `writeback_delay`: jiffies to sleep after `sectors` were issued (0
+    /// with `writeback_percent` 0: no limit).
+    fn bcache_writeback_delay(&mut self, dev: DevId, sectors: u64) -> u64 {
+        let now = self.now();
+        let hz = self.hz();
+        let b = self.bcache(dev);
+        if b.conf.rate.writeback_percent == 0 {
+            return 0;
+        }
+        b.rate.limiter.next_delay(sectors, now, hz)
+    }
+
+    /// `schedule_timeout_interruptible(jiffies)` of the thread.
+    fn bcache_wb_sleep(&mut self, dev: DevId, jiffies: u64, phase: WbPhase) {
+        let t = self.now() + jiffies * (NSEC_PER_SEC as u64 / self.hz());
+        let b = self.bcache(dev);
+        b.wb.phase = phase;
+        b.wb.gen = b.wb.gen.wrapping_add(1);
+        let gen = b.wb.gen;
+        self.q.schedule(
+            t,
+            crate::kernel::Ev::Bcache {
+                dev: dev as u32,
+                what: EV_WB_WAKE,
+                gen,
+            },
+        );
+    }
+
+    /// `refill_dirty`: fill the key buffer with dirty keys from
+    /// `last_scanned` on, wrapping once to where it started. Returns
+    /// whether the whole index was searched.
+    fn bcache_refill_dirty(&mut self, dev: DevId) -> bool {
+        let b = self.bcache(dev);
+        let end = b.bdev_sectors;
+        let mut found = Vec::new();
+        if b.wb.last_scanned > end {
+            b.wb.last_scanned = 0;
+        }
+        let start = b.wb.last_scanned;
+        let last = b
+            .set
+            .scan_dirty(start, end, KEYBUF_NR, |_| false, &mut found);
+        let full = if last < end {
+            b.wb.last_scanned = last;
+            false
+        } else {
+            let last = b
+                .set
+                .scan_dirty(0, start, KEYBUF_NR - found.len(), |_| false, &mut found);
+            b.wb.last_scanned = last;
+            last >= start
+        };
+        found.sort_by_key(|x| x.0);
+        b.wb.keys = found
+            .into_iter()
+            .map(|(s, k)| WbKey {
+                start: s,
+                len: k.len as u64,
+                cofs: k.cofs,
+                gen: k.gen,
+                seq: 0,
+                issued: false,
+                done: false,
+                read_done: false,
+            })
+            .collect();
+        b.wb.next = 0;
+        b.wb.seq = 0;
+        b.wb.seq_next = 0;
+        b.wb.ready.clear();
+        full
+    }
+
+    /// The thread's loop, from wherever it stands until it sleeps.
+    pub(crate) fn bcache_wb_run(&mut self, dev: DevId) {
+        loop {
+            let b = self.bcache(dev);
+            match b.wb.phase {
+                WbPhase::Idle => {
+                    if !b.has_dirty || !b.conf.writeback_running {
+                        return;
+                    }
+                    let full = self.bcache_refill_dirty(dev);
+                    let b = self.bcache(dev);
+                    if full && b.wb.keys.is_empty() {
+                        b.has_dirty = false;
+                        b.sb_dirty = false;
+                    }
+                    b.wb.searched_full = full;
+                    b.wb.phase = WbPhase::Issue;
+                    b.wb.batch.clear();
+                    b.wb.batch_pos = 0;
+                }
+                WbPhase::Issue => {
+                    if b.wb.batch_pos < b.wb.batch.len() {
+                        // down(&dc->in_flight)
+                        if b.wb.in_flight >= WB_IN_FLIGHT {
+                            return;
+                        }
+                        let k = b.wb.batch[b.wb.batch_pos];
+                        b.wb.batch_pos += 1;
+                        self.bcache_wb_issue_read(dev, k);
+                        continue;
+                    }
+                    if !b.wb.batch.is_empty() {
+                        // the batch is out: the limiter's sleep
+                        let size = b.wb.batch_size;
+                        b.wb.batch.clear();
+                        b.wb.batch_pos = 0;
+                        let d = self.bcache_writeback_delay(dev, size);
+                        if d > 0 {
+                            self.bcache_wb_sleep(dev, d, WbPhase::RateSleep);
+                            return;
+                        }
+                        continue;
+                    }
+                    // the next batch: up to 5 contiguous keys, 5000 sectors
+                    let w = &mut b.wb;
+                    let mut size = 0;
+                    while w.next < w.keys.len() {
+                        let n = w.batch.len();
+                        if n >= MAX_WRITEBACKS_IN_PASS || size >= MAX_WRITESIZE_IN_PASS {
+                            break;
+                        }
+                        let k = w.keys[w.next];
+                        if n > 0 {
+                            let p = w.keys[w.batch[n - 1] as usize];
+                            if p.start + p.len != k.start {
+                                break;
+                            }
+                        }
+                        size += k.len;
+                        w.batch.push(w.next as u32);
+                        w.next += 1;
+                    }
+                    w.batch_size = size;
+                    if w.batch.is_empty() {
+                        w.phase = WbPhase::Drain;
+                    }
+                }
+                WbPhase::Drain => {
+                    if b.wb.in_flight > 0 {
+                        return;
+                    }
+                    if b.wb.searched_full {
+                        let d = b.conf.writeback_delay * self.hz();
+                        if d > 0 {
+                            self.bcache_wb_sleep(dev, d, WbPhase::FullDelay);
+                            return;
+                        }
+                        let now = self.now();
+                        self.bcache(dev).rate.limiter.reset(now);
+                    }
+                    self.bcache(dev).wb.phase = WbPhase::Idle;
+                }
+                WbPhase::RateSleep | WbPhase::FullDelay => return,
+            }
+        }
+    }
+
+    /// `read_dirty`'s per-key IO: read the key from the cache.
+    fn bcache_wb_issue_read(&mut self, dev: DevId, k: u32) {
+        let b = self.bcache(dev);
+        let (cache, worker) = (b.cache, b.worker);
+        let seq = b.wb.seq;
+        b.wb.seq += 1;
+        b.wb.in_flight += 1;
+        let key = &mut b.wb.keys[k as usize];
+        key.seq = seq;
+        key.issued = true;
+        let (s, len, cofs) = (key.start, key.len, key.cofs);
+        if self.tracer.on.bcache_writeback {
+            self.trace_line(
+                worker,
+                "bcache_writeback",
+                format_args!("0:{} len {len} dirty 1", s + len),
+            );
+        }
+        let _ = self.bcache_issue(
+            dev,
+            cache,
+            worker,
+            cofs,
+            len,
+            REQ_READ,
+            Op::WbRead { key: k },
+        );
+    }
+
+    /// `read_dirty_endio` → `write_dirty`: the backing writes go in key
+    /// order (`writeback_sequence_next`).
+    pub(crate) fn bcache_wb_read_done(&mut self, dev: DevId, k: u32) {
+        let b = self.bcache(dev);
+        let key = &mut b.wb.keys[k as usize];
+        key.read_done = true;
+        let seq = key.seq;
+        b.wb.ready.insert(seq, k);
+        loop {
+            let b = self.bcache(dev);
+            let next = b.wb.seq_next;
+            let Some(k) = b.wb.ready.remove(&next) else {
+                return;
+            };
+            b.wb.seq_next += 1;
+            let (backing, worker) = (b.backing, b.worker);
+            let key = b.wb.keys[k as usize];
+            let _ = self.bcache_issue(
+                dev,
+                backing,
+                worker,
+                key.start + super::BDEV_DATA_START,
+                key.len,
+                0,
+                Op::WbWrite { key: k },
+            );
+        }
+    }
+
+    /// `write_dirty_finish`: the key is clean where the index still holds
+    /// its data (else a writeback collision); up(in_flight).
+    pub(crate) fn bcache_wb_write_done(&mut self, dev: DevId, k: u32) {
+        let b = self.bcache(dev);
+        let key = b.wb.keys[k as usize];
+        let cleaned = b.set.writeback_done(key.start, key.len, key.cofs, key.gen);
+        if cleaned == 0 {
+            b.keys_failed += 1;
+        } else {
+            b.keys_done += 1;
+        }
+        b.wb.keys[k as usize].done = true;
+        b.wb.in_flight -= 1;
+        // dirty writes waiting for a bucket: the allocator keeps asking GC
+        // (invalidate_needs_gc) until writeback has cleaned a bucket
+        if !b.alloc_wait.is_empty() && b.set.needs_gc && b.keys_done.is_multiple_of(64) {
+            self.bcache_gc(dev);
+        }
+        let b = self.bcache(dev);
+        match b.wb.phase {
+            WbPhase::Issue | WbPhase::Drain => self.bcache_wb_run(dev),
+            _ => {}
+        }
+    }
 }
 
 #[cfg(test)]
