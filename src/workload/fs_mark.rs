@@ -49,10 +49,12 @@ impl FsMarkArgs {
         while i < toks.len() {
             let t = toks[i];
             // flags may be glued to their value: -S0, -n5000
-            let (flag, glued) = if t.len() > 2 && t.starts_with('-') {
-                (&t[..2], Some(&t[2..]))
-            } else {
-                (t, None)
+            // (split after the flag's second character, which need not
+            // be one byte: `-é5` is an unknown flag, not a panic)
+            let cut = t.char_indices().nth(2).map(|(b, _)| b);
+            let (flag, glued) = match cut {
+                Some(b) if t.starts_with('-') => (&t[..b], Some(&t[b..])),
+                _ => (t, None),
             };
             let mut val = || -> Option<&str> {
                 if let Some(g) = glued {
@@ -312,5 +314,20 @@ impl Kernel {
             }
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FsMarkArgs;
+
+    #[test]
+    fn a_flag_of_any_characters_is_an_error_not_a_panic() {
+        // found by fuzz/fuzz_targets/fs_mark_args.rs: a byte slice through
+        // a two-byte character
+        let e = FsMarkArgs::parse("-d /mnt/s -\u{fe}\u{ff}x -n 5").unwrap_err();
+        assert!(e.contains("is not supported"), "{e}");
+        assert!(FsMarkArgs::parse("-é").is_err());
+        assert_eq!(FsMarkArgs::parse("-d /a -n5 -S0").unwrap().files, 5);
     }
 }
