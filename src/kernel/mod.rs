@@ -3,6 +3,7 @@
 //! live where the kernel keeps them: `mm::page_writeback`,
 //! `fs::fs_writeback`, `block::*`, `drivers::*`, as `impl Kernel` blocks.
 
+pub mod cgroup;
 pub mod sched;
 pub mod time;
 
@@ -218,6 +219,8 @@ pub struct Kernel {
     /// values computed from knobs (`pgwb.limits_cache`, `Wb::thresh_cache`)
     /// are keyed on it.
     pub knob_gen: u32,
+    /// The cgroups (the root first) and cgroup writeback's state.
+    pub cg: cgroup::Cgroups,
 }
 
 impl Kernel {
@@ -277,8 +280,10 @@ impl Kernel {
             count_events: std::env::var_os("WBSIM_EVCOUNT").is_some(),
             evcount: Default::default(),
             knob_gen: 0,
+            cg: Default::default(),
             sc,
         };
+        k.cgroup_init();
         k.mm_init();
         k.page_reporting_init();
         k.block_init();

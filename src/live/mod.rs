@@ -1247,7 +1247,8 @@ mod tests {
             ("filename".into(), "/dev/loop0".into()),
             ("stonewall".into(), "".into()),
         ];
-        sc.jobs = crate::workload::fio::scenario::scenario_jobs(vec![a, b], 0, 0);
+        sc.jobs = crate::workload::fio::scenario::scenario_jobs(vec![a, b], 0, 0, None, &[])
+            .expect("jobs");
         let mnts = vec![PathBuf::from("/tmp/m0")];
         let devs = vec![("loop0".to_string(), "/dev/loop7".to_string())];
         let (text, dropped) = fio_live_job_file(&sc, &mnts, &devs);
