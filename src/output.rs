@@ -79,6 +79,9 @@ pub fn simulate_with(
         extra_files.push(("fio.json".to_string(), f.json.into_bytes()));
         extra_files.push(("fio.txt".to_string(), f.normal.into_bytes()));
     }
+    if k.cg.enabled {
+        extra_files.extend(k.cgroup_files());
+    }
     if !k.evcount.is_empty() {
         eprintln!("events by kind: {:?}", k.evcount);
     }
@@ -115,6 +118,9 @@ pub fn write_outputs(dir: &Path, r: &RunResult) -> std::io::Result<()> {
         std::fs::write(dir.join("fs_mark.txt"), &r.fs_mark)?;
     }
     for (name, bytes) in &r.extra_files {
+        if let Some(parent) = dir.join(name).parent() {
+            std::fs::create_dir_all(parent)?;
+        }
         std::fs::write(dir.join(name), bytes)?;
     }
     let wall = serde_json::json!({

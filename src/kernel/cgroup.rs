@@ -248,6 +248,8 @@ pub struct InodeCg {
     pub dirty_by: Vec<(usize, u64)>,
     /// Pages under writeback by memcg, in the order they started.
     pub wb_by: Vec<(usize, u64)>,
+    /// The flusher's round on the inode, while it runs.
+    pub wbc: Option<crate::fs::cgroup_writeback::Wbc>,
 }
 
 /// Take `n` pages from the front of a by-memcg list; returns what was taken.
@@ -332,6 +334,44 @@ impl Kernel {
     /// The index of the cgroup whose memcg css id is `id`.
     pub fn cgroup_by_id(&self, id: u32) -> Option<usize> {
         self.cg.list.iter().position(|c| c.id == id)
+    }
+
+    /// Each cgroup's `io.stat` and `memory.stat` at the end of a run, as
+    /// output files `cgroup/NAME/io.stat` and `cgroup/NAME/memory.stat`
+    /// (the root's under `cgroup/`), in the kernel's formats: io.stat a
+    /// line per device it did IO on (`MAJ:MIN rbytes= wbytes= rios= wios=
+    /// dbytes= dios=`), memory.stat the page-cache lines wbsim keeps, in
+    /// bytes.
+    pub fn cgroup_files(&self) -> Vec<(String, Vec<u8>)> {
+        let ps = self.page_size();
+        let mut out = Vec::new();
+        for c in &self.cg.list {
+            let dir = if c.id == 1 {
+                "cgroup".to_string()
+            } else {
+                format!("cgroup/{}", c.name)
+            };
+            let mut io = String::new();
+            for (d, s) in c.io.iter().enumerate() {
+                if *s == IoStat::default() {
+                    continue;
+                }
+                let dev = &self.devs[d];
+                io += &format!(
+                    "{}:{} rbytes={} wbytes={} rios={} wios={} dbytes=0 dios=0\n",
+                    dev.major, dev.minor, s.rbytes, s.wbytes, s.rios, s.wios
+                );
+            }
+            out.push((format!("{dir}/io.stat"), io.into_bytes()));
+            let mem = format!(
+                "file {}\nfile_dirty {}\nfile_writeback {}\n",
+                c.file * ps,
+                c.file_dirty * ps,
+                c.file_writeback * ps
+            );
+            out.push((format!("{dir}/memory.stat"), mem.into_bytes()));
+        }
+        out
     }
 
     /// Count a bio's completion in its cgroup's `io.stat`.

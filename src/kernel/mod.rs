@@ -41,6 +41,8 @@ pub enum Ev {
     WbWorkfn { wb: u32, gen: u32 },
     /// The fprop aging timer (`writeout_period`).
     WriteoutPeriod,
+    /// The same for a memcg's `wb_domain`.
+    MemcgWriteoutPeriod { cg: u32 },
     /// `wb->bw_dwork`: delayed bandwidth update after an inode's writeback ends.
     BwDwork { wb: u32 },
     /// blk-throttle's pending timer: release the bios whose budget is there.
@@ -362,6 +364,7 @@ impl Kernel {
             Ev::TimerTick { slot } => self.run_timer_slot(slot as usize),
             Ev::WbWorkfn { wb, gen } => self.wb_workfn_fire(wb as usize, gen),
             Ev::WriteoutPeriod => self.writeout_period(),
+            Ev::MemcgWriteoutPeriod { cg } => self.memcg_writeout_period(cg as usize),
             Ev::BwDwork { wb } => self.wb_update_bandwidth_dwork(wb as usize),
             Ev::ThrotlTimer { dev } => self.blk_throtl_timer(dev as usize),
             Ev::WbtTimer { dev } => self.wbt_timer(dev as usize),

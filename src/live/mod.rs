@@ -1004,6 +1004,7 @@ pub fn run(
         bdis: devs.iter().map(|d| d.majmin.clone()).collect(),
         cgroup_ino: guard.cgroup.as_ref().map(|c| c.ino),
         events_simulated: None,
+        cgroups: Vec::new(),
     };
     let summary = Summary::compute(&obs);
     let _ = NSEC_PER_MSEC;

@@ -5,6 +5,7 @@
 
 pub mod backing_dev;
 pub mod filemap;
+pub mod memcontrol;
 pub mod page_reporting;
 pub mod page_writeback;
 pub mod page_writeback_legacy;

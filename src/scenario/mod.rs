@@ -449,6 +449,10 @@ pub const TRACE_EVENTS: &[&str] = &[
     "wbt_timer",
     "sched_switch",
     "sched_wakeup",
+    "track_foreign_dirty",
+    "flush_foreign",
+    "inode_foreign_history",
+    "inode_switch_wbs",
 ];
 
 /// `wbsim fidelity` tolerances: metric name -> allowed error in percent

@@ -24,6 +24,10 @@ pub struct EventMask {
     pub wbt_timer: bool,
     pub sched_switch: bool,
     pub sched_wakeup: bool,
+    pub track_foreign_dirty: bool,
+    pub flush_foreign: bool,
+    pub inode_foreign_history: bool,
+    pub inode_switch_wbs: bool,
 }
 
 impl EventMask {
@@ -43,6 +47,10 @@ impl EventMask {
                 "wbt_timer" => m.wbt_timer = true,
                 "sched_switch" => m.sched_switch = true,
                 "sched_wakeup" => m.sched_wakeup = true,
+                "track_foreign_dirty" => m.track_foreign_dirty = true,
+                "flush_foreign" => m.flush_foreign = true,
+                "inode_foreign_history" => m.inode_foreign_history = true,
+                "inode_switch_wbs" => m.inode_switch_wbs = true,
                 _ => {}
             }
         }
