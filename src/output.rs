@@ -90,6 +90,9 @@ pub fn simulate_with(
         k.zones.render_zoneinfo().into_bytes(),
     ));
     extra_files.extend(k.bcache_files());
+    if k.cg.enabled {
+        extra_files.extend(k.cgroup_files());
+    }
     if !k.evcount.is_empty() {
         eprintln!("events by kind: {:?}", k.evcount);
     }
@@ -127,6 +130,9 @@ pub fn write_outputs(dir: &Path, r: &RunResult) -> std::io::Result<()> {
         std::fs::write(dir.join("fs_mark.txt"), &r.fs_mark)?;
     }
     for (name, bytes) in &r.extra_files {
+        if let Some(parent) = dir.join(name).parent() {
+            std::fs::create_dir_all(parent)?;
+        }
         std::fs::write(dir.join(name), bytes)?;
     }
     let wall = serde_json::json!({

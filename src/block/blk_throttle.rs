@@ -33,6 +33,15 @@
 //! Metadata bios (REQ_META) are charged but never queued under the 6.x
 //! policy, as the host's 6.18 kernel behaves.
 //!
+//! A cgroup's `io.max` (`[cgroups.NAME]` `io.max.DEV.*`) is a throttle
+//! group of its own on the device (`throtl_grp` of the blkcg), with bps and
+//! iops limits per direction (`tg_within_iops_limit`: the IOs allowed since
+//! the slice started, the elapsed time plus one jiffy rounded up to a whole
+//! slice). A bio is charged to the cgroup that issued it, or for
+//! writeback to the cgroup that owns the inode (`wbc_init_bio`), passes its
+//! group first and then the device's own rule, if any, as a child group's
+//! bios go up to its parent's queue.
+//!
 //! Reads and writes are two directions with separate limits, slices,
 //! budgets and queues (`tg->bytes_disp[rw]`, `sq->queued[rw]`): a read is
 //! charged against `read_bps` only and never waits behind queued writes.
@@ -97,7 +106,11 @@ pub(crate) fn parse_conf(
 /// apart, each with its own limit, slice and queue, and a bio waits only
 /// behind bios of its own direction.
 pub struct TgDir {
+    /// Bytes and IOs per second (`u64::MAX`: no limit of that kind).
     pub bps: u64,
+    pub iops: u64,
+    /// IOs dispatched in the slice (`io_disp`).
+    pub io_disp: u64,
     /// `throtl_slice` in jiffies.
     pub slice: u64,
     /// The slice: `slice_start`, `slice_end` (jiffies) and `bytes_disp`
@@ -114,6 +127,9 @@ pub struct TgDir {
 pub struct Throtl {
     /// The read (0) and write (1) directions; `None`: no limit that way.
     pub rw: [Option<TgDir>; 2],
+    /// The cgroups' groups with an `io.max` on this device: (cgroup, read
+    /// and write directions), children of the rule above.
+    pub cgs: Vec<(usize, [Option<TgDir>; 2])>,
     timer_at: Option<Ns>,
     /// The kworker that runs the dispatch work (holds its plug).
     pub dispatcher: Pid,
@@ -141,10 +157,25 @@ impl Throtl {
         let dir = |bps: Option<u64>| bps.map(|b| TgDir::new(b, hz, v6_18));
         Throtl {
             rw: [dir(read_bps), dir(write_bps)],
+            cgs: Vec::new(),
             timer_at: None,
             dispatcher,
             v6_18,
         }
+    }
+
+    /// Add cgroup `cg`'s group with its `io.max` line for this device.
+    pub fn add_cgroup(&mut self, cg: usize, m: &crate::kernel::cgroup::IoMax, hz: u64) {
+        let v6_18 = self.v6_18;
+        let dir = |bps: Option<u64>, iops: Option<u64>| {
+            (bps.is_some() || iops.is_some()).then(|| {
+                let mut d = TgDir::new(bps.unwrap_or(u64::MAX), hz, v6_18);
+                d.iops = iops.unwrap_or(u64::MAX);
+                d
+            })
+        };
+        self.cgs
+            .push((cg, [dir(m.rbps, m.riops), dir(m.wbps, m.wiops)]));
     }
 
     /// The write direction (a rule made with a write limit).
@@ -157,6 +188,8 @@ impl TgDir {
     pub fn new(bps: u64, hz: u64, v6_18: bool) -> TgDir {
         TgDir {
             bps,
+            iops: u64::MAX,
+            io_disp: 0,
             slice: (hz / 10).max(1),
             slice_start: 0,
             slice_end: 0,
@@ -168,7 +201,12 @@ impl TgDir {
 
     /// `calculate_bytes_allowed`.
     fn bytes_allowed(&self, jiffies: u64, hz: u64) -> u64 {
-        (u128::from(self.bps) * u128::from(jiffies) / u128::from(hz)) as u64
+        (u128::from(self.bps) * u128::from(jiffies) / u128::from(hz)).min(u64::MAX as u128) as u64
+    }
+
+    /// `calculate_io_allowed`.
+    fn ios_allowed(&self, jiffies: u64, hz: u64) -> u64 {
+        (u128::from(self.iops) * u128::from(jiffies) / u128::from(hz)).min(u64::MAX as u128) as u64
     }
 
     /// `throtl_set_slice_end` (rounded up to a multiple of the slice).
@@ -187,21 +225,34 @@ impl TgDir {
         if self.slice_used(now) && self.queue.is_empty() {
             // throtl_start_new_slice
             self.bytes_disp = 0;
+            self.io_disp = 0;
             self.slice_start = now;
             self.slice_end = now + self.slice;
         } else if self.slice_end < now + self.slice {
             self.set_slice_end(now + self.slice);
         }
-        // tg_within_bps_limit
         let elapsed = now - self.slice_start;
-        let rnd = roundup(if elapsed == 0 { self.slice } else { elapsed }, self.slice);
-        let allowed = self.bytes_allowed(rnd, hz);
-        if self.bytes_disp + size <= allowed {
+        let mut wait = 0;
+        if self.bps != u64::MAX {
+            // tg_within_bps_limit
+            let rnd = roundup(if elapsed == 0 { self.slice } else { elapsed }, self.slice);
+            let allowed = self.bytes_allowed(rnd, hz);
+            if self.bytes_disp + size > allowed {
+                let extra = self.bytes_disp + size - allowed;
+                let w = (u128::from(extra) * u128::from(hz) / u128::from(self.bps)).max(1) as u64;
+                wait = w + (rnd - elapsed);
+            }
+        }
+        if self.iops != u64::MAX {
+            // tg_within_iops_limit
+            let rnd = roundup(elapsed + 1, self.slice);
+            if self.io_disp + 1 > self.ios_allowed(rnd, hz) {
+                wait = wait.max(rnd - elapsed);
+            }
+        }
+        if wait == 0 {
             return Ok(());
         }
-        let extra = self.bytes_disp + size - allowed;
-        let wait = (u128::from(extra) * u128::from(hz) / u128::from(self.bps)).max(1) as u64;
-        let wait = wait + (rnd - elapsed);
         if self.slice_end < now + wait {
             self.set_slice_end(now + wait);
         }
@@ -211,6 +262,7 @@ impl TgDir {
     /// `throtl_charge_bio` + `throtl_trim_slice`.
     pub fn charge(&mut self, size: u64, now: u64, hz: u64) {
         self.bytes_disp += size;
+        self.io_disp += 1;
         if self.slice_used(now) {
             return;
         }
@@ -227,6 +279,7 @@ impl TgDir {
         }
         let trim = self.bytes_allowed(elapsed, hz);
         self.bytes_disp = self.bytes_disp.saturating_sub(trim);
+        self.io_disp = self.io_disp.saturating_sub(self.ios_allowed(elapsed, hz));
         self.slice_start += elapsed;
     }
 }
@@ -244,6 +297,49 @@ impl Kernel {
     /// or nothing of its direction is queued and it is within the budget;
     /// else queue it. Returns true if the submitter must sleep for a tag.
     pub fn blk_throtl_bio(&mut self, dev: usize, id: BioId, submitter: Pid) -> bool {
+        if !self.throtl(dev).cgs.is_empty() && self.throtl_cgroup_bio(dev, id) {
+            return false;
+        }
+        self.blk_throtl_root(dev, id, submitter)
+    }
+
+    /// The bio's cgroup's group, if it has one with a limit in the bio's
+    /// direction: charge it, or queue it there (true).
+    fn throtl_cgroup_bio(&mut self, dev: usize, id: BioId) -> bool {
+        let cg = self.bio_blkcg(id);
+        let size = self.bio_bytes(id);
+        let (now, hz) = (self.jiffies(), self.hz());
+        let opf = self.bios[id].as_ref().expect("bio").opf;
+        let rw = usize::from(!crate::block::op_is_read(opf));
+        let meta = opf & crate::block::blk_wbt::REQ_META != 0;
+        let t = self.throtl(dev);
+        let v6_18 = t.v6_18;
+        let Some(d) = t
+            .cgs
+            .iter_mut()
+            .find(|(c, _)| *c == cg)
+            .and_then(|(_, g)| g[rw].as_mut())
+        else {
+            return false;
+        };
+        if meta && v6_18 {
+            d.bytes_disp += size;
+            d.io_disp += 1;
+            return false;
+        }
+        if d.queue.is_empty() && d.may_dispatch(size, now, hz).is_ok() {
+            d.charge(size, now, hz);
+            return false;
+        }
+        d.queue.push_back(id);
+        if d.queue.len() == 1 {
+            self.throtl_arm(dev);
+        }
+        true
+    }
+
+    /// The device's own rule (the root group) for a bio.
+    fn blk_throtl_root(&mut self, dev: usize, id: BioId, submitter: Pid) -> bool {
         let size = self.bio_bytes(id);
         let (now, hz) = (self.jiffies(), self.hz());
         let opf = self.bios[id].as_ref().expect("bio").opf;
@@ -292,6 +388,18 @@ impl Kernel {
             let w = d.may_dispatch(size, now, hz).err().unwrap_or(0);
             wait = Some(wait.map_or(w, |x| x.min(w)));
         }
+        for g in 0..self.throtl(dev).cgs.len() {
+            for rw in 0..2 {
+                let first = self.throtl(dev).cgs[g].1[rw]
+                    .as_ref()
+                    .and_then(|d| d.queue.front().copied());
+                let Some(first) = first else { continue };
+                let size = self.bio_bytes(first);
+                let d = self.throtl(dev).cgs[g].1[rw].as_mut().expect("dir");
+                let w = d.may_dispatch(size, now, hz).err().unwrap_or(0);
+                wait = Some(wait.map_or(w, |x| x.min(w)));
+            }
+        }
         let Some(wait) = wait else {
             return;
         };
@@ -335,6 +443,34 @@ impl Kernel {
                 d.charge(size, now, hz);
                 d.queue.pop_front();
                 ready.push(id);
+            }
+        }
+        // the cgroups' released bios go up to the device's rule
+        for g in 0..self.throtl(dev).cgs.len() {
+            for rw in 0..2 {
+                while let Some(&id) = self.throtl(dev).cgs[g].1[rw]
+                    .as_ref()
+                    .and_then(|d| d.queue.front())
+                {
+                    let size = self.bio_bytes(id);
+                    let d = self.throtl(dev).cgs[g].1[rw].as_mut().expect("dir");
+                    if d.may_dispatch(size, now, hz).is_err() {
+                        break;
+                    }
+                    d.charge(size, now, hz);
+                    d.queue.pop_front();
+                    match self.throtl(dev).rw[rw].as_mut() {
+                        None => ready.push(id),
+                        Some(p) => {
+                            if p.queue.is_empty() && p.may_dispatch(size, now, hz).is_ok() {
+                                p.charge(size, now, hz);
+                                ready.push(id);
+                            } else {
+                                p.queue.push_back(id);
+                            }
+                        }
+                    }
+                }
             }
         }
         let t = self.throtl(dev);

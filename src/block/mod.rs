@@ -239,13 +239,31 @@ impl Kernel {
             let driver = self.driver_init(dev_id, &d);
             // blk_throtl_init: the rule's dispatch work runs in a kworker
             let t = d.throttle;
-            let throtl = (t.write_bps.is_some() || t.read_bps.is_some()).then(|| {
+            // the cgroups' io.max lines for this device
+            let cg_rules: Vec<(usize, crate::kernel::cgroup::IoMax)> = self
+                .sc
+                .cgroups
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| {
+                    c.io_max
+                        .iter()
+                        .find(|(dv, _)| *dv == dev_id)
+                        .map(|(_, m)| (i + 1, *m))
+                })
+                .collect();
+            let has_rule = t.write_bps.is_some() || t.read_bps.is_some() || !cg_rules.is_empty();
+            let throtl = has_rule.then(|| {
                 let comm = format!("kworker/{dev_id}:1H");
                 let disp = self.new_task(comm, crate::kernel::Body::Kworker, None);
                 // 6.18's blk-throttle with the 6.x policy, the older
                 // one with the 3.2 and legacy policies
                 let v6_18 = self.sc.features.blk_throttle_v6_18;
-                Throtl::new_rw(t.read_bps, t.write_bps, disp, self.hz(), v6_18)
+                let mut th = Throtl::new_rw(t.read_bps, t.write_bps, disp, self.hz(), v6_18);
+                for (cg, m) in &cg_rules {
+                    th.add_cgroup(*cg, m, self.hz());
+                }
+                th
             });
             self.devs.push(BlockDev {
                 name: d.name.clone(),
@@ -287,10 +305,43 @@ impl Kernel {
     /// `pid` must sleep for a tag.
     #[inline]
     pub fn submit_bio_noacct(&mut self, dev: DevId, id: BioId, pid: Pid) -> bool {
+        if self.cg.enabled {
+            self.blkcg_bio_start(dev, id);
+        }
         if self.devs[dev].throtl.is_some() {
             return self.blk_throtl_bio(dev, id, pid);
         }
         self.driver_submit_bio(dev, id, pid)
+    }
+
+    /// The cgroup a bio is charged to (`bio_blkcg`): the inode owner's for
+    /// page-cache writeback (`wbc_init_bio` with the wb's blkcg), the
+    /// issuer's for reads and direct IO, the root for the filesystems'
+    /// metadata and journal (kernel threads); a stacked driver's member
+    /// bios inherit their parent's.
+    pub fn bio_blkcg(&self, id: BioId) -> usize {
+        if !self.cg.enabled {
+            return 0;
+        }
+        let b = self.bios[id].as_ref().expect("bio");
+        if let Some(p) = b.parent {
+            return self.bio_blkcg(p);
+        }
+        match b.owner {
+            BioOwner::Page => self.wbs[self.inodes[b.ino].wb].memcg,
+            BioOwner::PageRead | BioOwner::Dio { .. } => self.task_cgroup(b.submitter),
+            _ => 0,
+        }
+    }
+
+    /// `blk_cgroup_bio_start`: count the bio in its cgroup's `io.stat`
+    /// for this device.
+    #[inline(never)]
+    fn blkcg_bio_start(&mut self, dev: DevId, id: BioId) {
+        let cg = self.bio_blkcg(id);
+        let b = self.bios[id].as_ref().expect("bio");
+        let (bytes, read) = (b.nr_sectors * 512, op_is_read(b.opf));
+        self.blkcg_account_io(cg, dev, bytes, read);
     }
 
     /// Submit a filesystem metadata write of `sectors` at `sector` from

@@ -172,7 +172,8 @@ pub fn build_scenario(a: &FioArgs) -> Result<(Scenario, Vec<FioJob>), String> {
     if !a.sets.iter().any(|s| s.starts_with("run.warmup=")) {
         sc.run.warmup = 0;
     }
-    sc.jobs = fsc::scenario_jobs(jobs.clone(), fs, 0);
+    sc.jobs = fsc::scenario_jobs(jobs.clone(), fs, 0, None, &sc.cgroups)
+        .expect("no error without a given cgroup");
     Ok((sc, jobs))
 }
 

@@ -34,6 +34,8 @@ use std::ops::ControlFlow;
 pub enum WbReason {
     Background = 0,
     Periodic = 3,
+    /// `mem_cgroup_flush_foreign` (`cgroup_writeback_by_id`).
+    ForeignFlush = 7,
 }
 
 impl WbReason {
@@ -41,6 +43,7 @@ impl WbReason {
         match self {
             WbReason::Background => "background",
             WbReason::Periodic => "periodic",
+            WbReason::ForeignFlush => "foreign_flush",
         }
     }
 }
@@ -141,6 +144,9 @@ enum FlusherAt {
     /// Queued (its timer fired or a wakeup asked for it): `wb_workfn`
     /// starts when the kworker runs.
     Queued,
+    /// In `wb_do_writeback`, in the `wb_writeback` of a queued work (a
+    /// foreign flush), whose memcg record slot is told when it ends.
+    Work(Box<WbWriteback>),
     /// In `wb_do_writeback`, in the `wb_writeback` of
     /// `wb_check_old_data_flush`'s periodic work.
     OldDataFlush(Box<WbWriteback>),
@@ -163,6 +169,8 @@ pub struct FlusherState {
     rerun: bool,
     /// The pages `wb_do_writeback` has written so far.
     wrote: i64,
+    /// The foreign flush under way: the memcg record to tell at its end.
+    work_frn: Option<(usize, usize)>,
 }
 
 impl FlusherState {
@@ -172,6 +180,7 @@ impl FlusherState {
             at: FlusherAt::Idle,
             rerun: false,
             wrote: 0,
+            work_frn: None,
         }
     }
 }
@@ -218,10 +227,11 @@ impl Kernel {
     pub fn wb_start_background_writeback(&mut self, wb: WbId, pid: Pid) {
         if self.tracer.on.writeback_wake_background {
             let name = self.wb_name(wb).to_string();
+            let cg = self.wb_cgroup_ino(wb);
             self.trace_line(
                 pid,
                 "writeback_wake_background",
-                format_args!("bdi {name}: cgroup_ino=1"),
+                format_args!("bdi {name}: cgroup_ino={cg}"),
             );
         }
         self.wb_wakeup(wb);
@@ -252,14 +262,15 @@ impl Kernel {
     fn trace_work(&mut self, pid: Pid, wb: WbId, ev: &'static str, w: &WbWork) {
         let name = self.wb_name(wb);
         let line = format!(
-            "bdi {}: sb_dev 0:0 nr_pages={} sync_mode={} kupdate={} range_cyclic={} background={} reason={} cgroup_ino=1",
+            "bdi {}: sb_dev 0:0 nr_pages={} sync_mode={} kupdate={} range_cyclic={} background={} reason={} cgroup_ino={}",
             name,
             w.nr_pages,
             w.sync_all as u8,
             w.for_kupdate as u8,
             w.range_cyclic as u8,
             w.for_background as u8,
-            w.reason.name()
+            w.reason.name(),
+            self.wb_cgroup_ino(wb)
         );
         self.trace_line(pid, ev, format_args!("{line}"));
     }
@@ -316,10 +327,11 @@ impl Kernel {
             let now = self.jiffies() as i64;
             let age = self.jif.to_msecs(now - dirtied_before as i64);
             let name = self.wb_name(wb).to_string();
+            let cg = self.wb_cgroup_ino(wb);
             self.trace_line(
                 pid,
                 "writeback_queue_io",
-                format_args!("bdi {name}: older={dirtied_before} age={age} enqueue={moved} reason={} cgroup_ino=1", work.reason.name()),
+                format_args!("bdi {name}: older={dirtied_before} age={age} enqueue={moved} reason={} cgroup_ino={cg}", work.reason.name()),
             );
         }
     }
@@ -371,7 +383,8 @@ impl Kernel {
                 // the work item starts running: it is no longer pending
                 FlusherAt::Queued => self.wbs[wb].dwork_at = None,
                 // resuming inside wb_do_writeback
-                FlusherAt::OldDataFlush(_) | FlusherAt::BackgroundFlush(_) => {}
+                FlusherAt::Work(_) | FlusherAt::OldDataFlush(_) | FlusherAt::BackgroundFlush(_) => {
+                }
             }
             let wrote = match self.wb_do_writeback(pid, f) {
                 ControlFlow::Continue(wrote) => wrote,
@@ -400,12 +413,59 @@ impl Kernel {
             self.wbs[f.wb].writeback_running = true;
             f.wrote = 0;
         }
+        if !self.wbs[f.wb].work_list.is_empty() || matches!(f.at, FlusherAt::Work(_)) {
+            f.wrote += self.wb_do_works(pid, f)?;
+        }
         if !matches!(f.at, FlusherAt::BackgroundFlush(_)) {
             f.wrote += self.wb_check_old_data_flush(pid, f)?;
         }
         f.wrote += self.wb_check_background_flush(pid, f)?;
         self.wbs[f.wb].writeback_running = false;
         ControlFlow::Continue(f.wrote)
+    }
+
+    /// The works queued on the wb (`get_next_work_item` → `wb_writeback`
+    /// → `finish_writeback_work`): only foreign flushes here. Resumes the
+    /// one under way if it slept.
+    fn wb_do_works(&mut self, pid: Pid, f: &mut FlusherState) -> Step<i64> {
+        let mut wrote = 0;
+        loop {
+            let w = match std::mem::take(&mut f.at) {
+                FlusherAt::Work(w) => w,
+                _ => {
+                    let Some((nr_pages, frn)) = self.wbs[f.wb].work_list.pop_front() else {
+                        return ControlFlow::Continue(wrote);
+                    };
+                    f.work_frn = Some(frn);
+                    self.wb_writeback_start(
+                        pid,
+                        WbWork {
+                            nr_pages,
+                            sync_all: false,
+                            for_kupdate: false,
+                            for_background: false,
+                            range_cyclic: true,
+                            reason: WbReason::ForeignFlush,
+                        },
+                    )
+                }
+            };
+            wrote += self.wb_writeback(pid, f, w, FlusherAt::Work)?;
+            if let Some(frn) = f.work_frn.take() {
+                self.foreign_flush_done(frn);
+            }
+        }
+    }
+
+    /// `wb_queue_work` of `cgroup_writeback_by_id`: a foreign flush of
+    /// `nr_pages` on `wb`, for memcg record `frn` (cgroup, slot).
+    pub fn wb_queue_foreign_flush(&mut self, wb: WbId, nr_pages: i64, frn: (usize, usize)) {
+        if nr_pages <= 0 {
+            self.foreign_flush_done(frn);
+            return;
+        }
+        self.wbs[wb].work_list.push_back((nr_pages, frn));
+        self.wb_wakeup(wb);
     }
 
     /// `wb_check_old_data_flush`: once per `dirty_writeback_interval`,
@@ -591,6 +651,9 @@ impl Kernel {
                 self.wb_bandwidth_estimate_start(wb);
             }
             let runs = std::mem::take(&mut p.spare);
+            if self.cg.enabled {
+                self.wbc_attach_inode(ino);
+            }
             p.inode = Some(self.writepages_start(pid, ino, chunk, runs));
             burst += self.sc.machine.cost.writepages_inode;
         }
@@ -629,6 +692,9 @@ impl Kernel {
         }
         self.inodes[wp.ino].i_state &= !I_SYNC;
         self.requeue_inode(wp.ino, wp.nr_to_write);
+        if self.cg.enabled {
+            self.wbc_detach_inode(pid, wp.ino);
+        }
         p.spare = wp.into_runs();
     }
 }

@@ -18,6 +18,7 @@
 //! 4 KiB (mke2fs's and mkfs.xfs's default block size), so `/ 8` and `* 8`
 //! turn sectors into blocks and back.
 
+pub mod cgroup_writeback;
 pub mod direct_io;
 pub mod ext4;
 pub mod ext4_es;

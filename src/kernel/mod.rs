@@ -3,6 +3,7 @@
 //! live where the kernel keeps them: `mm::page_writeback`,
 //! `fs::fs_writeback`, `block::*`, `drivers::*`, as `impl Kernel` blocks.
 
+pub mod cgroup;
 pub mod sched;
 pub mod time;
 
@@ -40,6 +41,8 @@ pub enum Ev {
     WbWorkfn { wb: u32, gen: u32 },
     /// The fprop aging timer (`writeout_period`).
     WriteoutPeriod,
+    /// The same for a memcg's `wb_domain`.
+    MemcgWriteoutPeriod { cg: u32 },
     /// `wb->bw_dwork`: delayed bandwidth update after an inode's writeback ends.
     BwDwork { wb: u32 },
     /// blk-throttle's pending timer: release the bios whose budget is there.
@@ -225,6 +228,8 @@ pub struct Kernel {
     /// values computed from knobs (`pgwb.limits_cache`, `Wb::thresh_cache`)
     /// are keyed on it.
     pub knob_gen: u32,
+    /// The cgroups (the root first) and cgroup writeback's state.
+    pub cg: cgroup::Cgroups,
 }
 
 impl Kernel {
@@ -285,8 +290,10 @@ impl Kernel {
             count_events: std::env::var_os("WBSIM_EVCOUNT").is_some(),
             evcount: Default::default(),
             knob_gen: 0,
+            cg: Default::default(),
             sc,
         };
+        k.cgroup_init();
         k.mm_init();
         k.page_reporting_init();
         k.block_init();
@@ -367,6 +374,7 @@ impl Kernel {
             Ev::TimerTick { slot } => self.run_timer_slot(slot as usize),
             Ev::WbWorkfn { wb, gen } => self.wb_workfn_fire(wb as usize, gen),
             Ev::WriteoutPeriod => self.writeout_period(),
+            Ev::MemcgWriteoutPeriod { cg } => self.memcg_writeout_period(cg as usize),
             Ev::BwDwork { wb } => self.wb_update_bandwidth_dwork(wb as usize),
             Ev::ThrotlTimer { dev } => self.blk_throtl_timer(dev as usize),
             Ev::WbtTimer { dev } => self.wbt_timer(dev as usize),

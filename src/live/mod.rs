@@ -1042,6 +1042,7 @@ pub fn run(
         bdis: devs.iter().map(|d| d.majmin.clone()).collect(),
         cgroup_ino: guard.cgroup.as_ref().map(|c| c.ino),
         events_simulated: None,
+        cgroups: Vec::new(),
     };
     let summary = Summary::compute(&obs);
     let _ = NSEC_PER_MSEC;
@@ -1307,7 +1308,8 @@ mod tests {
             ("filename".into(), "/dev/loop0".into()),
             ("stonewall".into(), "".into()),
         ];
-        sc.jobs = crate::workload::fio::scenario::scenario_jobs(vec![a, b], 0, 0);
+        sc.jobs = crate::workload::fio::scenario::scenario_jobs(vec![a, b], 0, 0, None, &[])
+            .expect("jobs");
         let mnts = vec![PathBuf::from("/tmp/m0")];
         let devs = vec![("loop0".to_string(), "/dev/loop7".to_string())];
         let (text, dropped) = fio_live_job_file(&sc, &mnts, &devs);

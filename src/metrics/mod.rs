@@ -100,6 +100,22 @@ pub struct Observations {
     /// root cgroup's) are left out and counted apart.
     pub cgroup_ino: Option<u64>,
     pub events_simulated: Option<u64>,
+    /// The scenario's cgroups (empty without them): `io.stat` over all
+    /// devices at the window's start and at the end, and `memory.stat`.
+    pub cgroups: Vec<CgroupObs>,
+}
+
+/// A cgroup's figures: its name and `cgroup_ino`, its `io.stat` summed
+/// over the devices at the window's start and at the end, and its
+/// page-cache pages at the end.
+#[derive(Clone, Debug, Default)]
+pub struct CgroupObs {
+    pub name: String,
+    pub ino: u64,
+    pub start: crate::kernel::cgroup::IoStat,
+    pub end: crate::kernel::cgroup::IoStat,
+    pub file_dirty: u64,
+    pub file_writeback: u64,
 }
 
 /// Records kept while the simulation runs.
@@ -108,6 +124,8 @@ pub struct Recorder {
     pub samples: Vec<VmSample>,
     pub task_start: BTreeMap<usize, TaskSnap>,
     pub dev_start: Vec<DevSnap>,
+    /// Each cgroup's io.stat (all devices) at the window's start.
+    pub cg_start: Vec<crate::kernel::cgroup::IoStat>,
     pub window_started: bool,
 }
 
@@ -168,7 +186,20 @@ impl Kernel {
                 .map(|i| (i, self.task_snap(i)))
                 .collect();
             self.rec.dev_start = (0..self.devs.len()).map(|i| self.dev_snap(i)).collect();
+            self.rec.cg_start = (0..self.cg.list.len()).map(|c| self.cg_io(c)).collect();
         }
+    }
+
+    /// A cgroup's io.stat over all devices.
+    fn cg_io(&self, c: usize) -> crate::kernel::cgroup::IoStat {
+        let mut t = crate::kernel::cgroup::IoStat::default();
+        for s in &self.cg.list[c].io {
+            t.rbytes += s.rbytes;
+            t.wbytes += s.wbytes;
+            t.rios += s.rios;
+            t.wios += s.wios;
+        }
+        t
     }
 
     /// Gather observations at the end of the run. `trace` is the parsed
@@ -208,6 +239,23 @@ impl Kernel {
             bdis: self.bdis.iter().map(|b| b.name.clone()).collect(),
             cgroup_ino: None,
             events_simulated: Some(self.events_simulated()),
+            cgroups: if self.cg.enabled {
+                (0..self.cg.list.len())
+                    .map(|c| {
+                        let g = &self.cg.list[c];
+                        CgroupObs {
+                            name: g.name.clone(),
+                            ino: g.ino,
+                            start: self.rec.cg_start.get(c).copied().unwrap_or_default(),
+                            end: self.cg_io(c),
+                            file_dirty: g.file_dirty * self.page_size(),
+                            file_writeback: g.file_writeback * self.page_size(),
+                        }
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
         }
     }
 }
@@ -363,6 +411,27 @@ pub struct Summary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub other_cgroup_lines: Option<u64>,
     pub events_simulated: Option<u64>,
+    /// Per cgroup (a run with cgroups only): io.stat bytes over the run,
+    /// MiB/s in the window, and memory.stat at the end.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub cgroups: Vec<CgroupSummary>,
+}
+
+#[derive(Serialize, Debug, Deserialize)]
+pub struct CgroupSummary {
+    pub name: String,
+    pub cgroup_ino: u64,
+    /// io.stat over the whole run, all devices.
+    pub rbytes: u64,
+    pub wbytes: u64,
+    pub rios: u64,
+    pub wios: u64,
+    /// io.stat's growth in the window, in MiB/s.
+    pub read_mib_s: f64,
+    pub write_mib_s: f64,
+    /// memory.stat at the end of the run, bytes.
+    pub file_dirty: u64,
+    pub file_writeback: u64,
 }
 
 const MIB: f64 = 1048576.0;
@@ -542,6 +611,22 @@ impl Summary {
             other_bdi_lines,
             other_cgroup_lines,
             events_simulated: o.events_simulated,
+            cgroups: o
+                .cgroups
+                .iter()
+                .map(|c| CgroupSummary {
+                    name: c.name.clone(),
+                    cgroup_ino: c.ino,
+                    rbytes: c.end.rbytes,
+                    wbytes: c.end.wbytes,
+                    rios: c.end.rios,
+                    wios: c.end.wios,
+                    read_mib_s: r3(per_s(c.end.rbytes - c.start.rbytes) / MIB),
+                    write_mib_s: r3(per_s(c.end.wbytes - c.start.wbytes) / MIB),
+                    file_dirty: c.file_dirty,
+                    file_writeback: c.file_writeback,
+                })
+                .collect(),
         }
     }
 }

@@ -52,6 +52,10 @@ impl Bdi {
 /// `struct bdi_writeback`.
 pub struct Wb {
     pub bdi: BdiId,
+    /// The memory cgroup it writes for (`wb->memcg_css`; 0: the root wb).
+    pub memcg: usize,
+    /// Its completions in its memcg's `wb_domain` (`wb->memcg_completions`).
+    pub memcg_completions: FpropLocal,
     // stat[] counters (pages)
     pub reclaimable: u64,
     pub writeback: u64,
@@ -95,6 +99,9 @@ pub struct Wb {
     pub dwork_at: Option<u64>,
     pub dwork_gen: u32,
     pub bw_dwork_pending: bool,
+    /// `wb->work_list`: queued works, here only foreign flushes (pages,
+    /// and the memcg record (cgroup, slot) to tell when it is done).
+    pub work_list: VecDeque<(i64, (usize, usize))>,
 }
 
 impl Wb {
@@ -102,6 +109,8 @@ impl Wb {
         let bw = init_bw(page_size);
         Wb {
             bdi,
+            memcg: 0,
+            memcg_completions: FpropLocal::default(),
             reclaimable: 0,
             writeback: 0,
             dirtied: 0,
@@ -130,6 +139,7 @@ impl Wb {
             dwork_at: None,
             dwork_gen: 0,
             bw_dwork_pending: false,
+            work_list: VecDeque::new(),
         }
     }
 
@@ -182,6 +192,74 @@ impl Kernel {
         let b = &mut self.bdis[bdi];
         b.max_ratio = ratio;
         b.max_prop_frac = 1024 * ratio / 100;
+    }
+
+    /// `wb_get_lookup`: the wb of memcg `cg` on `bdi`, if it exists.
+    pub fn wb_get_lookup(&self, bdi: BdiId, cg: usize) -> Option<WbId> {
+        self.bdis[bdi]
+            .wbs
+            .iter()
+            .copied()
+            .find(|&w| self.wbs[w].memcg == cg)
+    }
+
+    /// `wb_get_create` (`cgwb_create`): the wb of memcg `cg` on `bdi`,
+    /// made on first use with `wb_init`'s starting state (INIT_BW) and its
+    /// own flusher kworker (the kernel runs every wb's work item on the
+    /// unbound `bdi_wq`; wbsim gives each wb a kworker of its own).
+    pub fn wb_get_create(&mut self, bdi: BdiId, cg: usize) -> WbId {
+        if let Some(w) = self.wb_get_lookup(bdi, cg) {
+            return w;
+        }
+        let id = self.wbs.len();
+        let mut wb = Wb::new(bdi, self.jiffies(), self.page_size());
+        wb.memcg = cg;
+        self.wbs.push(wb);
+        self.bdis[bdi].wbs.push(id);
+        let comm = format!("kworker/u{}:{}", 2 * self.sc.machine.cpus, 100 + id);
+        let body =
+            crate::kernel::Body::Flusher(Box::new(crate::fs::fs_writeback::FlusherState::new(id)));
+        let flusher = self.new_task(comm, body, None);
+        self.wbs[id].flusher = flusher;
+        id
+    }
+
+    /// The wb a task dirtying through `wb`'s bdi is throttled against
+    /// (`wb_get_create_current`): its own memcg's; `wb` itself when the
+    /// run has no cgroups or the task's memcg is the wb's.
+    #[inline]
+    pub fn wb_of_current(&mut self, pid: Pid, wb: WbId) -> WbId {
+        if !self.cg.enabled {
+            return wb;
+        }
+        let cg = self.task_cgroup(pid);
+        if self.wbs[wb].memcg == cg {
+            return wb;
+        }
+        self.wb_get_create(self.wbs[wb].bdi, cg)
+    }
+
+    /// `wb_of_current` without making the wb (a read-only estimate: the
+    /// wb the task's next check throttles against, once it exists).
+    #[inline]
+    pub fn wb_lookup_current(&self, pid: Pid, wb: WbId) -> WbId {
+        if !self.cg.enabled {
+            return wb;
+        }
+        let cg = self.task_cgroup(pid);
+        if self.wbs[wb].memcg == cg {
+            return wb;
+        }
+        self.wb_get_lookup(self.wbs[wb].bdi, cg).unwrap_or(wb)
+    }
+
+    /// `cgroup_ino` of a wb's memcg, as the writeback tracepoints print it.
+    #[inline]
+    pub fn wb_cgroup_ino(&self, wb: WbId) -> u64 {
+        if !self.cg.enabled {
+            return 1;
+        }
+        self.cgroup_ino(self.wbs[wb].memcg)
     }
 
     /// The bdi a wb belongs to.

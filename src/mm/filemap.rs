@@ -145,6 +145,10 @@ impl Kernel {
     /// each page that goes clean→dirty and `__mark_inode_dirty(I_DIRTY_PAGES)`.
     /// Returns the number of pages newly dirtied.
     pub fn filemap_dirty_range(&mut self, pid: Pid, ino: InodeId, index: u64, n: u64) -> u64 {
+        // cgroup writeback: the first dirtier's memcg's wb owns the inode
+        if self.cg.enabled && !self.cg.inodes.contains_key(&ino) {
+            self.inode_attach_wb(pid, ino);
+        }
         let inode = &mut self.inodes[ino];
         let end = index + n;
         let grow = inode.pages_past_span(index, n);
@@ -169,6 +173,9 @@ impl Kernel {
             self.vm.nr_inactive_file += missing;
         }
         let wb = inode.wb;
+        if self.cg.enabled {
+            self.memcg_account_dirtied(pid, ino, grow + missing, added);
+        }
         self.vm.nr_dirty += added;
         self.vm.nr_dirtied += added;
         let w = &mut self.wbs[wb];
@@ -238,6 +245,9 @@ impl Kernel {
         let w = &mut self.wbs[wb];
         w.reclaimable -= npages;
         w.writeback += npages;
+        if self.cg.enabled {
+            self.memcg_start_writeback(ino, npages);
+        }
     }
 
     /// `__folio_end_writeback` for a run of pages: writeback → clean, count
@@ -257,6 +267,9 @@ impl Kernel {
             w.written += npages;
         }
         self.wb_domain_writeout_add(wb, npages);
+        if self.cg.enabled {
+            self.memcg_end_writeback(ino, npages);
+        }
         if self.inodes[ino].nr_writeback == 0 {
             if !self.fsync_waiters.is_empty() {
                 self.fsync_writeback_done(ino);

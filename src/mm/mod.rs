@@ -6,6 +6,7 @@
 
 pub mod backing_dev;
 pub mod filemap;
+pub mod memcontrol;
 pub mod page_alloc;
 pub mod page_reporting;
 pub mod page_writeback;

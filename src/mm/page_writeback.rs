@@ -705,7 +705,46 @@ impl Kernel {
             return true;
         }
         let t = self.wb_calc_thresh(wb, bg);
-        self.wbs[wb].reclaimable > t
+        if self.wbs[wb].reclaimable > t {
+            return true;
+        }
+        if self.cg.enabled && self.wbs[wb].memcg != 0 {
+            return self.memcg_over_bg_thresh(wb);
+        }
+        false
+    }
+
+    /// The memcg half of `wb_over_bg_thresh` (dirty pages only, without
+    /// writeback, in both domains).
+    #[inline(never)]
+    fn memcg_over_bg_thresh(&mut self, wb: WbId) -> bool {
+        let g = Dtc {
+            avail: self.global_dirtyable_memory(),
+            dirty: self.vm.nr_dirty,
+            ..Default::default()
+        };
+        let st = self.mem_cgroup_wb_stats(wb);
+        let avail = crate::mm::memcontrol::mdtc_calc_avail(
+            st.filepages,
+            st.headroom,
+            st.dirty,
+            g.avail,
+            g.dirty,
+        );
+        let (_, bg) = crate::mm::memcontrol::memcg_dirty_limits(
+            &self.sc.vm,
+            self.page_size(),
+            avail,
+            g.avail,
+        );
+        if st.dirty > bg {
+            return true;
+        }
+        let cg = self.wbs[wb].memcg;
+        let (num, den) = self.wbs[wb]
+            .memcg_completions
+            .fraction(&self.cg.list[cg].dom.completions);
+        self.wbs[wb].reclaimable > self.wb_share_uncached(wb, bg, num, den)
     }
 
     /// The `bdi_dirty_ratelimit` trace line after a ratelimit update (the
@@ -724,20 +763,27 @@ impl Kernel {
         let w = &self.wbs[wb];
         let kb = |x: u64| x << (ilog2(self.sc.machine.page_size) - 10);
         let line = format!(
-            "bdi {}: write_bw={} awrite_bw={} dirty_rate={} dirty_ratelimit={} task_ratelimit={} balanced_dirty_ratelimit={} cgroup_ino=1",
+            "bdi {}: write_bw={} awrite_bw={} dirty_rate={} dirty_ratelimit={} task_ratelimit={} balanced_dirty_ratelimit={} cgroup_ino={}",
             self.wb_name(wb),
             kb(w.write_bandwidth),
             kb(w.avg_write_bandwidth),
             kb(dirty_rate),
             kb(w.dirty_ratelimit),
             kb(task_ratelimit),
-            kb(w.balanced_dirty_ratelimit)
+            kb(w.balanced_dirty_ratelimit),
+            self.wb_cgroup_ino(wb)
         );
         self.trace_line(pid, "bdi_dirty_ratelimit", format_args!("{line}"));
     }
 
     /// `__wb_update_bandwidth`.
-    fn wb_update_bandwidth_inner(&mut self, wb: WbId, pid: Pid, dtc: Option<&Dtc>) {
+    fn wb_update_bandwidth_inner(
+        &mut self,
+        wb: WbId,
+        pid: Pid,
+        dtc: Option<&Dtc>,
+        mdtc: Option<&Dtc>,
+    ) {
         let now = self.jiffies();
         let hz = self.hz();
         let w = &self.wbs[wb];
@@ -768,6 +814,32 @@ impl Kernel {
             w.dirty_ratelimit = u.dirty_ratelimit;
             w.balanced_dirty_ratelimit = u.balanced_dirty_ratelimit;
             self.trace_bdi_dirty_ratelimit(pid, wb, u.dirty_rate, u.task_ratelimit);
+            if let Some(md) = mdtc {
+                // the memcg domain's turn, after the global one's
+                let cg = self.wbs[wb].memcg;
+                let dom = &mut self.cg.list[cg].dom;
+                if now >= dom.dirty_limit_tstamp + max_pause_jiffies(hz) {
+                    dom.dirty_limit = update_dirty_limit(dom.dirty_limit, md.thresh, md.dirty);
+                    dom.dirty_limit_tstamp = now;
+                }
+                let w = &self.wbs[wb];
+                let u = update_dirty_ratelimit(
+                    hz,
+                    md,
+                    self.cg.list[cg].dom.dirty_limit,
+                    w.avg_write_bandwidth,
+                    w.dirty_ratelimit,
+                    w.balanced_dirty_ratelimit,
+                    dirtied,
+                    w.dirtied_stamp,
+                    elapsed,
+                    self.wb_bdi(wb).strictlimit,
+                );
+                let w = &mut self.wbs[wb];
+                w.dirty_ratelimit = u.dirty_ratelimit;
+                w.balanced_dirty_ratelimit = u.balanced_dirty_ratelimit;
+                self.trace_bdi_dirty_ratelimit(pid, wb, u.dirty_rate, u.task_ratelimit);
+            }
         }
         let w = &mut self.wbs[wb];
         let nb = update_write_bandwidth(
@@ -789,7 +861,7 @@ impl Kernel {
 
     /// `wb_update_bandwidth`: from the end of do_writepages and bw_dwork.
     pub fn wb_update_bandwidth(&mut self, wb: WbId, pid: Pid) {
-        self.wb_update_bandwidth_inner(wb, pid, None);
+        self.wb_update_bandwidth_inner(wb, pid, None, None);
     }
 
     /// `wb_bandwidth_estimate_start`: after > 1 s idle, restart the estimate.
@@ -837,6 +909,92 @@ impl Kernel {
             self.q
                 .schedule(self.timer_fire_time(pt), Ev::WriteoutPeriod);
         }
+        if self.cg.enabled && self.wbs[wb].memcg != 0 {
+            self.memcg_writeout_add(wb, n, max);
+        }
+    }
+
+    /// The memcg half of `__wb_writeout_add`: the completion in the wb's
+    /// memcg's domain (`wb->memcg_completions`), with that domain's aging.
+    #[inline(never)]
+    fn memcg_writeout_add(&mut self, wb: WbId, n: u64, max: u64) {
+        let cg = self.wbs[wb].memcg;
+        let dom = &mut self.cg.list[cg].dom;
+        self.wbs[wb]
+            .memcg_completions
+            .add_max(&mut dom.completions, n, max);
+        if dom.period_time == 0 {
+            let mut pt = self.jif.at(self.q.now()) + 3 * self.jif.hz;
+            if pt == 0 {
+                pt = 1;
+            }
+            self.cg.list[cg].dom.period_time = pt;
+            let at = self.timer_fire_time(pt);
+            self.q
+                .schedule(at, Ev::MemcgWriteoutPeriod { cg: cg as u32 });
+        }
+    }
+
+    /// `writeout_period` of a memcg's domain.
+    pub fn memcg_writeout_period(&mut self, cg: usize) {
+        let now = self.jiffies();
+        let period = 3 * self.hz();
+        let dom = &mut self.cg.list[cg].dom;
+        let miss = (now - dom.period_time.min(now)) / period;
+        if dom.completions.new_period(miss + 1) {
+            dom.period_time += (miss + 1) * period;
+            let pt = dom.period_time;
+            let at = self.timer_fire_time(pt);
+            self.q
+                .schedule(at, Ev::MemcgWriteoutPeriod { cg: cg as u32 });
+        } else {
+            dom.period_time = 0;
+        }
+    }
+
+    /// The memcg domain of a memcg wb (`mdtc`): `mem_cgroup_wb_stats`,
+    /// `mdtc_calc_avail` against the global `g`, `domain_dirty_limits`,
+    /// and under strictlimit the wb's limits in it.
+    pub fn mdtc_limits(&mut self, wb: WbId, g: &Dtc, strict: bool) -> Dtc {
+        let st = self.mem_cgroup_wb_stats(wb);
+        let mut md = Dtc {
+            dirty: st.dirty + st.writeback,
+            ..Default::default()
+        };
+        md.avail = crate::mm::memcontrol::mdtc_calc_avail(
+            st.filepages,
+            st.headroom,
+            md.dirty,
+            g.avail,
+            g.dirty,
+        );
+        (md.thresh, md.bg_thresh) = crate::mm::memcontrol::memcg_dirty_limits(
+            &self.sc.vm,
+            self.page_size(),
+            md.avail,
+            g.avail,
+        );
+        if strict {
+            self.wb_memcg_dirty_limits(wb, &mut md, strict);
+        }
+        md
+    }
+
+    /// `wb_dirty_limits` in the wb's memcg domain: its share of the
+    /// memcg's thresh by its completions there.
+    pub fn wb_memcg_dirty_limits(&mut self, wb: WbId, md: &mut Dtc, strict: bool) {
+        let cg = self.wbs[wb].memcg;
+        let (num, den) = self.wbs[wb]
+            .memcg_completions
+            .fraction(&self.cg.list[cg].dom.completions);
+        md.wb_thresh = self.wb_share_uncached(wb, md.thresh, num, den);
+        if strict {
+            md.wb_bg_thresh = (md.wb_thresh * md.bg_thresh)
+                .checked_div(md.thresh)
+                .unwrap_or(0);
+        }
+        let w = &self.wbs[wb];
+        md.wb_dirty = w.reclaimable + w.writeback;
     }
 
     /// `writeout_period`: the fprop aging timer, every 3 s while there are
@@ -954,23 +1112,42 @@ impl Kernel {
         } else {
             (g.dirty, g.thresh, g.bg_thresh)
         };
+        // a memcg's wb: the same for the memcg's domain (mdtc)
+        let mut m = if self.cg.enabled && self.wbs[wb].memcg != 0 {
+            Some(self.mdtc_limits(wb, &g, strict))
+        } else {
+            None
+        };
+        let m_dtm = m.map(|md| {
+            if strict {
+                (md.wb_dirty, md.wb_thresh, md.wb_bg_thresh)
+            } else {
+                (md.dirty, md.thresh, md.bg_thresh)
+            }
+        });
         if nr_reclaimable > g.bg_thresh && !self.wbs[wb].writeback_running {
             self.wb_start_background_writeback(wb, pid);
         }
-        if d <= dirty_freerun_ceiling(t, b) {
+        if d <= dirty_freerun_ceiling(t, b)
+            && m_dtm.is_none_or(|(md, mt, mb)| md <= dirty_freerun_ceiling(mt, mb))
+        {
+            let m_intv = m_dtm.map_or(u64::MAX, |(md, mt, _)| dirty_poll_interval(md, mt));
             let task = &mut self.tasks[pid];
             task.dirty_paused_when = now;
             task.nr_dirtied = 0;
-            task.nr_dirtied_pause = dirty_poll_interval(d, t);
+            task.nr_dirtied_pause = dirty_poll_interval(d, t).min(m_intv);
             return None;
         }
         if !self.wbs[wb].writeback_running {
             self.wb_start_background_writeback(wb, pid);
         }
+        if self.cg.enabled {
+            self.mem_cgroup_flush_foreign(pid, wb);
+        }
         if !strict {
             self.wb_dirty_limits(wb, &mut g, strict);
         }
-        let dirty_exceeded = g.wb_dirty > g.wb_thresh && (g.dirty > g.thresh || strict);
+        let mut dirty_exceeded = g.wb_dirty > g.wb_thresh && (g.dirty > g.thresh || strict);
         let w = &mut self.wbs[wb];
         g.pos_ratio = wb_position_ratio(
             &g,
@@ -979,10 +1156,30 @@ impl Kernel {
             strict,
             &mut w.line_scale,
         );
+        // the domain whose pos_ratio is lower throttles (sdtc)
+        let mut sdtc = g;
+        if let Some(md) = m.as_mut() {
+            if !strict {
+                self.wb_memcg_dirty_limits(wb, md, strict);
+            }
+            dirty_exceeded |= md.wb_dirty > md.wb_thresh && (md.dirty > md.thresh || strict);
+            let cg = self.wbs[wb].memcg;
+            md.pos_ratio = wb_position_ratio(
+                md,
+                self.cg.list[cg].dom.dirty_limit,
+                self.wbs[wb].avg_write_bandwidth,
+                strict,
+                &mut LineScale::default(),
+            );
+            if md.pos_ratio < g.pos_ratio {
+                sdtc = *md;
+            }
+        }
         self.wbs[wb].dirty_exceeded = dirty_exceeded;
         if now > self.wbs[wb].bw_time_stamp + max_pause_jiffies(self.hz()) {
-            self.wb_update_bandwidth_inner(wb, pid, Some(&g));
+            self.wb_update_bandwidth_inner(wb, pid, Some(&g), m.as_ref());
         }
+        let g = sdtc;
         let w = &self.wbs[wb];
         let dirty_ratelimit = w.dirty_ratelimit;
         let task_ratelimit =
@@ -1126,7 +1323,7 @@ impl Kernel {
             ms(jiffies - t.dirty_paused_when as i64)
         };
         let line = format!(
-            "bdi {}: limit={} setpoint={} dirty={} wb_setpoint={} wb_dirty={} dirty_ratelimit={} task_ratelimit={} dirtied={} dirtied_pause={} paused={} pause={} period={} think={} cgroup_ino=1",
+            "bdi {}: limit={} setpoint={} dirty={} wb_setpoint={} wb_dirty={} dirty_ratelimit={} task_ratelimit={} dirtied={} dirtied_pause={} paused={} pause={} period={} think={} cgroup_ino={}",
             self.wb_name(wb),
             limit,
             setpoint,
@@ -1140,7 +1337,8 @@ impl Kernel {
             ms(jiffies - start_time as i64),
             ms(pause),
             ms(period),
-            think
+            think,
+            self.wb_cgroup_ino(wb)
         );
         self.trace_line(pid, "balance_dirty_pages", format_args!("{line}"));
     }
@@ -1154,6 +1352,7 @@ use crate::scenario::ThrottlePolicy;
 impl Kernel {
     /// After a task dirtied pages: the policy's `balance_dirty_pages_ratelimited`.
     pub fn throttle_check(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
+        let wb = self.wb_of_current(pid, wb);
         match self.sc.run.dirty_throttle {
             ThrottlePolicy::Legacy => self
                 .balance_dirty_pages_ratelimited_legacy(pid, wb)
@@ -1168,6 +1367,7 @@ impl Kernel {
 
     /// Continue a throttle call after a sleep or a CPU burst.
     pub fn throttle_resume(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
+        let wb = self.wb_of_current(pid, wb);
         match self.sc.run.dirty_throttle {
             ThrottlePolicy::Legacy => self.balance_dirty_pages_legacy(pid, wb),
             ThrottlePolicy::IoLess32 => self.balance_dirty_pages_v32_resume(pid, wb),
@@ -1181,6 +1381,7 @@ impl Kernel {
     /// Pages a task can dirty before the next check could throttle it.
     #[inline]
     pub fn throttle_pages_until_check(&self, pid: Pid, wb: WbId) -> u64 {
+        let wb = self.wb_lookup_current(pid, wb);
         match self.sc.run.dirty_throttle {
             ThrottlePolicy::Legacy => self.legacy_pages_until_check(pid, wb),
             _ => self.pages_until_bdp_check(pid, wb),

@@ -185,6 +185,16 @@ pub const KEYS: &[KeyDoc] = &[
     k("jobs.NAME.job", "one of file, job, cmdline", FIO, "\"[w]\\nrw=write\\nsize=64m\\n\"", "an fio job file's text, inline (a TOML multi-line string)"),
     k("jobs.NAME.cmdline", "one of file, job, cmdline", FIO, "\"--name=w --rw=randwrite --bs=4k --size=64m\"", "fio's command-line job options (`--name=` starts a job)"),
     k("jobs.NAME.section", "every section", FIO, "\"w\"", "the sections to run, comma-separated (`fio --section`)"),
+    k("jobs.NAME.cgroup", "the root", ALL, "\"A\"", "the cgroup the job's tasks run in, a `[cgroups.NAME]` (fio's `cgroup=` joins one if it is defined)"),
+    // cgroups (v2, one level under the root)
+    k("cgroups.NAME.memory.max", "max", ALL, "\"512M\"", "the memcg's hard limit (size or \"max\"): its headroom caps the memcg's dirtyable memory (`mdtc`); its clean cache is reclaimed below it"),
+    k("cgroups.NAME.memory.high", "max", ALL, "\"384M\"", "the memcg's high limit (a size or \"max\"), as `memory.max` for the dirty limits"),
+    k("cgroups.NAME.io.weight", "100", ALL, "500", "io.cost's weight (1–10000): parsed and kept for the proportional IO controllers (not built yet)"),
+    k("cgroups.NAME.io.bfq.weight", "100", ALL, "200", "BFQ's group weight (1–1000): parsed and kept for BFQ, which is not built yet"),
+    k("cgroups.NAME.io.max.DEV.wbps", "max", ALL, "\"10MiB/s\"", "`io.max` `wbps` on device DEV: blk-throttle caps the cgroup's writes (writeback is charged to the inode's owner)"),
+    k("cgroups.NAME.io.max.DEV.rbps", "max", ALL, "\"50MiB/s\"", "`io.max` `rbps` on device DEV: the cgroup's reads"),
+    k("cgroups.NAME.io.max.DEV.wiops", "max", ALL, "1000", "`io.max` `wiops` on device DEV: write IOs per second"),
+    k("cgroups.NAME.io.max.DEV.riops", "max", ALL, "1000", "`io.max` `riops` on device DEV: read IOs per second"),
     // run
     k("run.duration", "60s", ALL, "\"60s\"", "simulated time"),
     k("run.warmup", "duration/2", ALL, "\"30s\"", "start of the measured window (it ends at `run.duration`)"),
@@ -352,7 +362,7 @@ pub fn entry_text(k: &KeyDoc) -> String {
 pub fn list_text() -> String {
     let w = KEYS.iter().map(|k| k.key.len()).max().unwrap_or(0);
     let mut s = String::from(
-        "Scenario keys (NAME: a device, filesystem or job name). `wbsim help KEY` explains one\n\
+        "Scenario keys (NAME: a device, filesystem, job or cgroup name; DEV: a device). `wbsim help KEY` explains one\n\
          key or every key under a prefix (`wbsim help vm`); `wbsim help --markdown` prints\n\
          docs/scenario.md. Commands: `wbsim --help`.\n\n",
     );
@@ -375,7 +385,8 @@ pub fn markdown() -> String {
          \x20    cargo run -q -- help --markdown > docs/scenario.md -->\n\
          \n\
          Scenarios are TOML. `NAME` stands for the name a scenario gives a device,\n\
-         filesystem or job (`[devices.loop0]`). Every key can also be set from the\n\
+         filesystem, job or cgroup (`[devices.loop0]`), `DEV` for a device's name.\n\
+         Every key can also be set from the\n\
          command line by its dotted path: `--set devices.loop0.write_bps=20MiB/s`.\n\
          `wbsim help KEY` prints one entry (`wbsim help devices.loop0.write_bps`) or\n\
          every key under a prefix (`wbsim help vm`); `wbsim default-scenario` prints\n\
@@ -411,6 +422,13 @@ pub fn markdown() -> String {
          `*_bytes` zeroes its `*_ratio`; the dirty limit moves at once), and what the\n\
          kernel would refuse (a bdi's `min_ratio` above its `max_ratio`, `min_ratio`s\n\
          summing past 100) is an error.\n\
+         \n\
+         **Cgroups** (v2, one level under the root): `[cgroups.NAME]` with its\n\
+         `memory.*` and `io.*` files as keys (quoted, as they contain dots:\n\
+         `\"memory.max\" = \"512M\"`, `\"io.max.sda.wbps\" = \"10MiB/s\"`); a job\n\
+         joins one with `cgroup = \"NAME\"`. `io.weight` and `io.bfq.weight` are\n\
+         parsed and kept for io.cost and BFQ, which are not built yet. A scenario\n\
+         without cgroups runs everything in the root, as before.\n\
          \n\
          **Bad input** (an unknown key, a bad unit, a negative size, a missing file, an\n\
          unknown `--set` path, a device no filesystem is mounted on, a filesystem on a\n\
@@ -513,6 +531,7 @@ section = "w"
 type = "fio"
 filesystem = "scratch"
 cmdline = "--name=w --rw=randwrite --bs=4k --size=64m"
+[cgroups.A]
 [fidelity.tolerance]
 dirty = 5
 [events.e]
@@ -543,11 +562,13 @@ at = "10s"
             ("fidelity", _) => "dirty",
             ("events", _) => "e",
             ("machine", _) if segs.get(1) == Some(&"zones") => "dma32",
+            ("cgroups", _) => "A",
             _ => "",
         };
         segs.iter()
             .map(|s| match *s {
                 "KNOB" => "vm.dirty_bytes",
+                "DEV" => "sda",
                 s if is_placeholder(s) => name,
                 s => s,
             })
@@ -730,7 +751,7 @@ at = "10s"
         assert!(h.starts_with("vm.{dirty_ratio,dirty_bytes,"), "{h}");
         let h = expected_for("jobs.dd.bss");
         assert!(
-            h.contains("jobs.NAME.{type,filesystem,start}")
+            h.contains("jobs.NAME.{type,filesystem,start,cgroup}")
                 && h.contains("{numjobs,bs,size,runtime} (dd)")
                 && h.contains("{args} (fs_mark)"),
             "{h}"

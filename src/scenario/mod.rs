@@ -303,6 +303,9 @@ pub struct Job {
     pub numjobs: u32,
     pub start: Ns,
     pub runtime: Option<Ns>,
+    /// The cgroup its tasks run in (`jobs.NAME.cgroup`, fio's `cgroup=`):
+    /// an index in `Scenario::cgroups` plus one; 0 is the root.
+    pub cgroup: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -474,6 +477,10 @@ pub const TRACE_EVENTS: &[&str] = &[
     "bcache_writeback",
     "bcache_gc_start",
     "bcache_gc_end",
+    "track_foreign_dirty",
+    "flush_foreign",
+    "inode_foreign_history",
+    "inode_switch_wbs",
 ];
 
 /// `wbsim fidelity` tolerances: metric name -> allowed error in percent
@@ -490,6 +497,8 @@ pub struct Scenario {
     pub vm: Vm,
     pub devices: Vec<Device>,
     pub filesystems: Vec<Filesystem>,
+    /// `[cgroups.NAME]`, in the file's order (the root is not listed).
+    pub cgroups: Vec<crate::kernel::cgroup::CgroupConf>,
     pub jobs: Vec<Job>,
     pub run: Run,
     pub features: Features,
@@ -934,7 +943,8 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     let run = read_run(&mut r)?;
     let features = read_features(&mut r, run.dirty_throttle)?;
     feature_defaults(&features, &mut devices, &mut filesystems, page_size);
-    let jobs = read_jobs(&mut r, &machine, &devices, &filesystems)?;
+    let cgroups = crate::kernel::cgroup::read_cgroups(&mut r, &devices)?;
+    let jobs = read_jobs(&mut r, &machine, &devices, &filesystems, &cgroups)?;
     check_devices_used(&r, &devices, used, &jobs)?;
     let trace = read_trace(&mut r)?;
     let events = read_events(&mut r, &devices, run.duration, page_size)?;
@@ -961,6 +971,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         vm,
         devices,
         filesystems,
+        cgroups,
         jobs,
         run,
         features,
@@ -1376,6 +1387,7 @@ fn read_jobs(
     machine: &Machine,
     devices: &[Device],
     filesystems: &[Filesystem],
+    cgroups: &[crate::kernel::cgroup::CgroupConf],
 ) -> Result<Vec<Job>, ScenarioError> {
     let mut jobs = Vec::new();
     for (jname, jorigin) in r.raw.names_under("jobs") {
@@ -1416,6 +1428,18 @@ fn read_jobs(
             }
         };
         let start = r.duration(&p("start"))?.map(|x| x.0).unwrap_or(0);
+        let cgroup = match r.string(&p("cgroup"), "a cgroup name")? {
+            Some((c, e)) => Some((
+                crate::kernel::cgroup::resolve(
+                    cgroups,
+                    &c,
+                    &e.origin,
+                    &format!("`jobs.{jname}.cgroup`"),
+                )?,
+                e.origin,
+            )),
+            None => None,
+        };
         let mut job = Job {
             name: jname.clone(),
             kind: JobKind::Dd { bs: 0, size: None },
@@ -1423,6 +1447,7 @@ fn read_jobs(
             numjobs: 1,
             start,
             runtime: None,
+            cgroup: cgroup.as_ref().map_or(0, |c| c.0),
         };
         match ty.as_str() {
             "fio" => {
@@ -1435,8 +1460,12 @@ fn read_jobs(
                     filesystems,
                 )?;
                 jobs.extend(crate::workload::fio::scenario::scenario_jobs(
-                    fio, filesystem, start,
-                ));
+                    fio,
+                    filesystem,
+                    start,
+                    cgroup.as_ref(),
+                    cgroups,
+                )?);
                 continue;
             }
             "fs_mark" => crate::workload::fs_mark::read_job(r, &jname, &jorigin, &mut job)?,

@@ -35,6 +35,10 @@ pub struct EventMask {
     pub bcache_writeback: bool,
     pub bcache_gc_start: bool,
     pub bcache_gc_end: bool,
+    pub track_foreign_dirty: bool,
+    pub flush_foreign: bool,
+    pub inode_foreign_history: bool,
+    pub inode_switch_wbs: bool,
 }
 
 impl EventMask {
@@ -65,6 +69,10 @@ impl EventMask {
                 "bcache_writeback" => m.bcache_writeback = true,
                 "bcache_gc_start" => m.bcache_gc_start = true,
                 "bcache_gc_end" => m.bcache_gc_end = true,
+                "track_foreign_dirty" => m.track_foreign_dirty = true,
+                "flush_foreign" => m.flush_foreign = true,
+                "inode_foreign_history" => m.inode_foreign_history = true,
+                "inode_switch_wbs" => m.inode_switch_wbs = true,
                 _ => {}
             }
         }

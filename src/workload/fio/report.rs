@@ -175,7 +175,7 @@ mod tests {
                 f
             })
             .collect();
-        sc.jobs = super::super::scenario::scenario_jobs(jobs, 0, 0);
+        sc.jobs = super::super::scenario::scenario_jobs(jobs, 0, 0, None, &[]).expect("jobs");
         sc
     }
 

@@ -63,18 +63,44 @@ pub fn check_jobs(
 }
 
 /// The scenario jobs of a list of fio jobs: one each, on `filesystem`,
-/// starting at `start`.
-pub fn scenario_jobs(fio: Vec<FioJob>, filesystem: usize, start: crate::sim::Ns) -> Vec<Job> {
-    fio.into_iter()
-        .map(|f| Job {
-            name: f.name.clone(),
-            filesystem,
-            numjobs: f.numjobs,
-            start,
-            runtime: f.runtime,
-            kind: JobKind::Fio(Box::new(f)),
+/// starting at `start`, in a cgroup: the scenario job's `cgroup` key if
+/// given (`given`: its index and origin), else the cgroup fio's `cgroup=`
+/// names if the scenario defines it (`[cgroups.NAME]`), else the root.
+/// fio would create a cgroup it names that does not exist; wbsim runs such
+/// a job in the root, so that job files written for a machine with cgroups
+/// run unchanged in a scenario without them.
+pub fn scenario_jobs(
+    fio: Vec<FioJob>,
+    filesystem: usize,
+    start: crate::sim::Ns,
+    given: Option<&(usize, Origin)>,
+    cgroups: &[crate::kernel::cgroup::CgroupConf],
+) -> Result<Vec<Job>, ScenarioError> {
+    Ok(fio
+        .into_iter()
+        .map(|f| {
+            let cgroup = match (given, f.cgroup.as_deref()) {
+                (Some((c, _)), _) => *c,
+                (None, Some(name)) => {
+                    let n = name.trim().trim_matches('/');
+                    cgroups
+                        .iter()
+                        .position(|c| c.name == n)
+                        .map_or(0, |i| i + 1)
+                }
+                (None, None) => 0,
+            };
+            Job {
+                name: f.name.clone(),
+                filesystem,
+                numjobs: f.numjobs,
+                start,
+                runtime: f.runtime,
+                cgroup,
+                kind: JobKind::Fio(Box::new(f)),
+            }
         })
-        .collect()
+        .collect())
 }
 
 /// Read `[jobs.NAME]` of `type = "fio"`: its jobs, in the file's order.

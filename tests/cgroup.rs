@@ -1,0 +1,150 @@
+//! Cgroup writeback (examples/cgroup): an inode's ownership moving to a
+//! foreign dirtier after the rounds its 16-slot history needs, io.max on
+//! two cgroups, and the per-cgroup outputs.
+
+use wbsim::output::simulate;
+use wbsim::scenario::Scenario;
+
+fn run(example: &str, sets: &[&str], trace: bool) -> wbsim::output::RunResult {
+    let path = format!("{}/examples/cgroup/{example}", env!("CARGO_MANIFEST_DIR"));
+    let v: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    simulate(&Scenario::load_file(&path, &v).unwrap(), trace, |_, _| {})
+}
+
+/// The value of `key=` in a trace line.
+fn field<'a>(line: &'a str, key: &str) -> &'a str {
+    let at = line.find(&format!(" {key}=")).expect(key) + key.len() + 2;
+    line[at..].split_whitespace().next().unwrap()
+}
+
+fn secs(line: &str) -> f64 {
+    let head = line.split(": ").next().unwrap();
+    head.split_whitespace().last().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_foreign_dirtier_takes_the_inode_when_its_history_says_so() {
+    let r = run("foreign-switch.toml", &[], true);
+    let hist: Vec<&str> = r
+        .trace_text
+        .lines()
+        .filter(|l| l.contains("inode_foreign_history:"))
+        .collect();
+    let switches: Vec<&str> = r
+        .trace_text
+        .lines()
+        .filter(|l| l.contains("inode_switch_wbs:"))
+        .collect();
+    assert_eq!(switches.len(), 1, "one switch: {switches:?}");
+    let sw = switches[0];
+    assert_eq!(
+        (field(sw, "old_cgroup_ino"), field(sw, "new_cgroup_ino")),
+        ("4001", "4002")
+    );
+    // the rounds under A's wb: each shifts 1-5 foreign slots in, and the
+    // switch comes with the first history of more than 8 set slots
+    let mut prev = 0u16;
+    let mut rounds = 0;
+    for l in &hist {
+        if field(l, "cgroup_ino") != "4001" {
+            break;
+        }
+        let h = u16::from_str_radix(field(l, "history").trim_start_matches("0x"), 16).unwrap();
+        let slots = (1..=5)
+            .find(|&s| h == ((prev as u32) << s) as u16 | ((1u16 << s) - 1))
+            .unwrap_or_else(|| panic!("{prev:#x} -> {h:#x} is not 1-5 foreign slots"));
+        assert!(slots >= 1);
+        rounds += 1;
+        if h.count_ones() > 8 {
+            assert_eq!(
+                secs(l),
+                secs(sw),
+                "the switch ends the round that crosses 8"
+            );
+            break;
+        }
+        assert!(secs(l) < secs(sw));
+        prev = h;
+    }
+    assert!(rounds >= 2, "{rounds} rounds");
+    // B dirtied the pages: it recorded A's wb and flushed it
+    assert!(r
+        .trace_text
+        .contains("track_foreign_dirty: bdi 8:0[1]: ino="));
+    assert!(r
+        .trace_text
+        .contains("flush_foreign: bdi 8:0: cgroup_ino=4002 frn_bdi_id=1 frn_memcg_id=2"));
+    // after the switch, B's writeback is charged to B: A's wb writes
+    // nothing later, and B's does most of the window's writing
+    let t_switch = secs(sw);
+    let a_after = r
+        .trace_text
+        .lines()
+        .filter(|l| l.contains("writeback_written:") && l.contains("cgroup_ino=4001"))
+        .filter(|l| secs(l) > t_switch)
+        .count();
+    assert_eq!(a_after, 0, "A's wb wrote after the switch at {t_switch}");
+    let b = r.summary.cgroups.iter().find(|c| c.name == "B").unwrap();
+    let a = r.summary.cgroups.iter().find(|c| c.name == "A").unwrap();
+    assert!(b.write_mib_s > 5.0 * a.write_mib_s.max(0.1), "{a:?} {b:?}");
+}
+
+#[test]
+fn io_max_caps_each_cgroup_and_charges_its_writeback() {
+    let r = run(
+        "iomax-10-25.toml",
+        &["run.duration=20s", "run.warmup=10s"],
+        true,
+    );
+    let cg = |n: &str| r.summary.cgroups.iter().find(|c| c.name == n).unwrap();
+    let (a, b) = (cg("A"), cg("B"));
+    assert!((8.5..=10.3).contains(&a.write_mib_s), "A {a:?}");
+    assert!((12.0..=25.5).contains(&b.write_mib_s), "B {b:?}");
+    assert!(cg("/").write_mib_s < 0.1);
+    // each dirtier is throttled in its own memcg's wb
+    for l in r
+        .trace_text
+        .lines()
+        .filter(|l| l.contains("balance_dirty_pages:"))
+    {
+        let want = if l.contains("dd-1003") {
+            "4001"
+        } else {
+            "4002"
+        };
+        assert_eq!(field(l, "cgroup_ino"), want, "{l}");
+    }
+    // io.stat and memory.stat files, one per cgroup
+    let names: Vec<&str> = r.extra_files.iter().map(|(n, _)| n.as_str()).collect();
+    for f in [
+        "cgroup/io.stat",
+        "cgroup/A/io.stat",
+        "cgroup/A/memory.stat",
+        "cgroup/B/io.stat",
+    ] {
+        assert!(names.contains(&f), "{names:?}");
+    }
+    let io = |n: &str| {
+        let (_, b) = r.extra_files.iter().find(|(f, _)| f == n).unwrap();
+        String::from_utf8(b.clone()).unwrap()
+    };
+    assert!(io("cgroup/A/io.stat").starts_with(&format!("8:0 rbytes=0 wbytes={} ", a.wbytes)));
+    assert!(io("cgroup/B/memory.stat").contains("file_dirty "));
+}
+
+#[test]
+fn a_run_without_cgroups_has_no_cgroup_outputs() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/examples/seed-003/seed003-read-latency.toml"
+    );
+    let sc =
+        Scenario::load_file(path, &["run.duration=2s".into(), "run.warmup=1s".into()]).unwrap();
+    // its fio jobs name cgroups the scenario does not define: the root
+    assert!(sc.jobs.iter().all(|j| j.cgroup == 0));
+    let r = simulate(&sc, false, |_, _| {});
+    assert!(r.summary.cgroups.is_empty());
+    assert!(!r.extra_files.iter().any(|(n, _)| n.starts_with("cgroup")));
+    let js = serde_json::to_string(&r.summary).unwrap();
+    assert!(!js.contains("\"cgroups\""));
+}
