@@ -440,7 +440,11 @@ pub(crate) fn simulate_with_progress(
             last = el;
             if tty {
                 // the rest at the pace so far
-                let left = if now > 0.0 { el * (end - now) / now } else { 0.0 };
+                let left = if now > 0.0 {
+                    el * (end - now) / now
+                } else {
+                    0.0
+                };
                 eprint!("\r[wbsim] simulated {now:.1} s of {end:.0} s, about {left:.0} s left   ");
             } else {
                 eprintln!("[wbsim] simulated {now:.1} s of {end:.0} s");
