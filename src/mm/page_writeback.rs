@@ -776,6 +776,37 @@ impl Kernel {
         self.trace_line(pid, "bdi_dirty_ratelimit", format_args!("{line}"));
     }
 
+    /// `wb_update_dirty_ratelimit` for one domain (global, then the
+    /// memcg's): the wb's ratelimit from `dtc` and the domain's
+    /// `dirty_limit`, and its tracepoint.
+    fn wb_update_dirty_ratelimit(
+        &mut self,
+        pid: Pid,
+        wb: WbId,
+        dtc: &Dtc,
+        dom_dirty_limit: u64,
+        dirtied: u64,
+        elapsed: u64,
+    ) {
+        let w = &self.wbs[wb];
+        let u = update_dirty_ratelimit(
+            self.hz(),
+            dtc,
+            dom_dirty_limit,
+            w.avg_write_bandwidth,
+            w.dirty_ratelimit,
+            w.balanced_dirty_ratelimit,
+            dirtied,
+            w.dirtied_stamp,
+            elapsed,
+            self.wb_bdi(wb).strictlimit,
+        );
+        let w = &mut self.wbs[wb];
+        w.dirty_ratelimit = u.dirty_ratelimit;
+        w.balanced_dirty_ratelimit = u.balanced_dirty_ratelimit;
+        self.trace_bdi_dirty_ratelimit(pid, wb, u.dirty_rate, u.task_ratelimit);
+    }
+
     /// `__wb_update_bandwidth`.
     fn wb_update_bandwidth_inner(
         &mut self,
@@ -797,23 +828,8 @@ impl Kernel {
                     update_dirty_limit(self.dom.dirty_limit, dtc.thresh, dtc.dirty);
                 self.dom.dirty_limit_tstamp = now;
             }
-            let w = &self.wbs[wb];
-            let u = update_dirty_ratelimit(
-                hz,
-                dtc,
-                self.dom.dirty_limit,
-                w.avg_write_bandwidth,
-                w.dirty_ratelimit,
-                w.balanced_dirty_ratelimit,
-                dirtied,
-                w.dirtied_stamp,
-                elapsed,
-                self.wb_bdi(wb).strictlimit,
-            );
-            let w = &mut self.wbs[wb];
-            w.dirty_ratelimit = u.dirty_ratelimit;
-            w.balanced_dirty_ratelimit = u.balanced_dirty_ratelimit;
-            self.trace_bdi_dirty_ratelimit(pid, wb, u.dirty_rate, u.task_ratelimit);
+            let limit = self.dom.dirty_limit;
+            self.wb_update_dirty_ratelimit(pid, wb, dtc, limit, dirtied, elapsed);
             if let Some(md) = mdtc {
                 // the memcg domain's turn, after the global one's
                 let cg = self.wbs[wb].memcg;
@@ -822,23 +838,8 @@ impl Kernel {
                     dom.dirty_limit = update_dirty_limit(dom.dirty_limit, md.thresh, md.dirty);
                     dom.dirty_limit_tstamp = now;
                 }
-                let w = &self.wbs[wb];
-                let u = update_dirty_ratelimit(
-                    hz,
-                    md,
-                    self.cg.list[cg].dom.dirty_limit,
-                    w.avg_write_bandwidth,
-                    w.dirty_ratelimit,
-                    w.balanced_dirty_ratelimit,
-                    dirtied,
-                    w.dirtied_stamp,
-                    elapsed,
-                    self.wb_bdi(wb).strictlimit,
-                );
-                let w = &mut self.wbs[wb];
-                w.dirty_ratelimit = u.dirty_ratelimit;
-                w.balanced_dirty_ratelimit = u.balanced_dirty_ratelimit;
-                self.trace_bdi_dirty_ratelimit(pid, wb, u.dirty_rate, u.task_ratelimit);
+                let limit = self.cg.list[cg].dom.dirty_limit;
+                self.wb_update_dirty_ratelimit(pid, wb, md, limit, dirtied, elapsed);
             }
         }
         let w = &mut self.wbs[wb];
