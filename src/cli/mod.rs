@@ -54,6 +54,9 @@ enum Cmd {
         /// After the summary, say what each of its figures is
         #[arg(long)]
         explain: bool,
+        /// Run even when the estimated trace is over 2 GiB
+        #[arg(long)]
+        force: bool,
     },
     /// Plot a run's trace: dirty.{png,svg}, ratelimit.{png,svg}, pause.{png,svg}
     Plot {
@@ -364,11 +367,18 @@ pub fn main() -> i32 {
             quiet,
             plot,
             explain,
+            force,
         } => {
             let sc = match load(&s) {
                 Ok(sc) => sc,
                 Err(e) => return bad_input(&e),
             };
+            if !force {
+                if let Err(m) = estimate_ok(&sc) {
+                    eprintln!("wbsim: {m}");
+                    return 2;
+                }
+            }
             // the output directory is made and checked before the run, so
             // a bad --out does not cost the results (and fio's logs are
             // written into it as the run goes)
@@ -463,6 +473,46 @@ pub(crate) fn simulate_with_progress(
         }
     }
     r
+}
+
+/// The trace a run may write before it is refused without --force.
+const TRACE_LIMIT: f64 = 2.0 * 1024.0 * 1024.0 * 1024.0;
+
+/// A run longer than a minute is first simulated for its first 10 s, and
+/// its trace, held in memory until the end, is extrapolated to the whole
+/// run: over [`TRACE_LIMIT`] it is refused, with what to change.
+fn estimate_ok(sc: &Scenario) -> Result<(), String> {
+    const TRIAL: u64 = 10_000_000_000;
+    let dur = sc.run.duration;
+    if dur <= 60_000_000_000 {
+        return Ok(());
+    }
+    let mut t = sc.clone();
+    t.run.duration = TRIAL;
+    t.run.warmup = t.run.warmup.min(TRIAL / 2);
+    let opts = crate::output::SimOpts {
+        trace: true,
+        ..Default::default()
+    };
+    let Ok(r) = crate::output::simulate_with(&t, &opts, |_, _| {}) else {
+        return Ok(()); // the real run will say what is wrong
+    };
+    let scale = dur as f64 / TRIAL as f64;
+    let bytes = r.trace_text.len() as f64 * scale;
+    let wall = r.wall_s * scale;
+    if bytes > TRACE_LIMIT {
+        return Err(format!(
+            "{} s simulated would write about {:.1} GB of trace (from its first 10 s: {:.1} MB), \
+             held in memory until the end (about {:.0} s of wall time); trace fewer events \
+             (--set 'trace.events=[balance_dirty_pages]', or [] for none), run shorter \
+             (--set run.duration=...), or --force",
+            dur / 1_000_000_000,
+            bytes / 1e9,
+            r.trace_text.len() as f64 / 1e6,
+            wall
+        ));
+    }
+    Ok(())
 }
 
 /// Make `dir` and check that a file can be written in it.
