@@ -468,3 +468,25 @@ fn a_run_whose_trace_would_not_fit_is_refused_before_it_starts() {
         "{e}"
     );
 }
+
+#[test]
+fn names_are_printed_without_their_control_characters() {
+    let dir = std::env::temp_dir().join(format!("wbsim-esc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("esc.toml");
+    // an escape sequence in the scenario's name, a bell in a job's
+    std::fs::write(
+        &f,
+        "name = \"a\\u001b[31mred\"\n[jobs.\"d\\u0007x\"]\nnumjobs = 1\n",
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_wbsim"))
+        .arg("check")
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(!e.contains('\u{7}') && e.contains("d\\u{7}x"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -226,7 +226,7 @@ fn load(s: &ScenarioArgs) -> Result<Scenario, ScenarioError> {
 }
 
 fn bad_input(e: &ScenarioError) -> i32 {
-    eprintln!("wbsim: error: {e}");
+    eprintln!("wbsim: error: {}", term(&e.to_string()));
     2
 }
 
@@ -523,6 +523,20 @@ pub(crate) fn writable_dir(dir: &std::path::Path) -> std::io::Result<()> {
     std::fs::remove_file(&probe)
 }
 
+/// A name from a scenario, safe to print on a terminal: control
+/// characters (an escape sequence, a newline) as Rust escapes them.
+pub(crate) fn term(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// A path as the user would write it: `.` components and doubled or
 /// trailing slashes gone (`./o//` is `o`).
 pub(crate) fn shown(p: &std::path::Path) -> String {
@@ -559,7 +573,7 @@ fn print_human(r: &crate::output::RunResult, out: &std::path::Path, plotted: &[P
     let s = &r.summary;
     println!(
         "wbsim: {} (seed {}, {}), {:.0} s simulated in {:.3} s wall ({:.0}x real time, {} events)",
-        s.scenario,
+        term(&s.scenario),
         s.seed,
         s.dirty_throttle,
         s.duration_s,
@@ -571,13 +585,16 @@ fn print_human(r: &crate::output::RunResult, out: &std::path::Path, plotted: &[P
     for j in &s.jobs {
         println!(
             "  job {:<10} {:>5} tasks  {:>8.2} MiB/s dirtied  (per task p50 {:.2})  vol cs/task/s p50 {:.1}",
-            j.name, j.tasks, j.aggregate_mib_s, j.per_task_mib_s.p50, j.voluntary_cs_per_task_s.p50
+            term(&j.name), j.tasks, j.aggregate_mib_s, j.per_task_mib_s.p50, j.voluntary_cs_per_task_s.p50
         );
     }
     for d in &s.devices {
         println!(
             "  dev {:<10} {:>8.2} MiB/s written, {:.1} IOPS, avg request {:.1} KiB",
-            d.name, d.write_mib_s, d.write_iops, d.avg_request_kib
+            term(&d.name),
+            d.write_mib_s,
+            d.write_iops,
+            d.avg_request_kib
         );
     }
     println!(
