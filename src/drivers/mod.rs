@@ -48,6 +48,37 @@ pub const SD_MINORS: u32 = 16;
 /// `devices.NAME.size` when the driver has no default of its own.
 pub const DEFAULT_SIZE: u64 = 1 << 40;
 
+/// Claim device `name` as a member of a stacked device (md's members,
+/// bcache's cache and backing device): it must be a defined request-based
+/// disk that no other stacked device has claimed. `who` names the role in
+/// the error ("raid0 member", "bcache cache").
+pub(crate) fn claim_member(
+    devices: &[Device],
+    used: &mut [bool],
+    origin: &Origin,
+    who: &str,
+    name: &str,
+) -> Result<usize, ScenarioError> {
+    match devices.iter().position(|d| d.name == name) {
+        Some(j)
+            if matches!(
+                devices[j].kind,
+                DeviceKind::Ssd(_) | DeviceKind::Hdd(_) | DeviceKind::Disk(_)
+            ) && !used[j] =>
+        {
+            used[j] = true;
+            Ok(j)
+        }
+        Some(_) => crate::scenario::raw::err(
+            origin,
+            format!("{who} `{name}` must be an unused `ssd`, `hdd` or `disk` device"),
+        ),
+        None => {
+            crate::scenario::raw::err(origin, format!("{who} `{name}` is not a defined device"))
+        }
+    }
+}
+
 /// A device type a scenario can name (`devices.NAME.type`): its name, its
 /// own keys (under `devices.NAME.`; the keys every device takes are the
 /// scenario's) and the parser of those keys.

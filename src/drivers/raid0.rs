@@ -111,28 +111,7 @@ pub(crate) fn claim_members(
     origin: &Origin,
 ) -> Result<(), ScenarioError> {
     for m in &c.members {
-        match devices.iter().position(|d| &d.name == m) {
-            Some(j)
-                if matches!(
-                    devices[j].kind,
-                    DeviceKind::Ssd(_) | DeviceKind::Hdd(_) | DeviceKind::Disk(_)
-                ) && !used[j] =>
-            {
-                used[j] = true
-            }
-            Some(_) => {
-                return err(
-                    origin,
-                    format!("raid0 member `{m}` must be an unused `ssd`, `hdd` or `disk` device"),
-                )
-            }
-            None => {
-                return err(
-                    origin,
-                    format!("raid0 member `{m}` is not a defined device"),
-                )
-            }
-        }
+        crate::drivers::claim_member(devices, used, origin, "raid0 member", m)?;
     }
     Ok(())
 }

@@ -259,28 +259,7 @@ pub(crate) fn claim_members(
         return err(origin, "bcache: `cache` and `backing` must be two devices");
     }
     for (what, m) in [("cache", &c.cache), ("backing", &c.backing)] {
-        match devices.iter().position(|d| &d.name == m) {
-            Some(j)
-                if matches!(
-                    devices[j].kind,
-                    DeviceKind::Ssd(_) | DeviceKind::Hdd(_) | DeviceKind::Disk(_)
-                ) && !used[j] =>
-            {
-                used[j] = true
-            }
-            Some(_) => {
-                return err(
-                    origin,
-                    format!("bcache {what} `{m}` must be an unused `ssd`, `hdd` or `disk` device"),
-                )
-            }
-            None => {
-                return err(
-                    origin,
-                    format!("bcache {what} `{m}` is not a defined device"),
-                )
-            }
-        }
+        crate::drivers::claim_member(devices, used, origin, &format!("bcache {what}"), m)?;
     }
     Ok(())
 }
@@ -395,7 +374,8 @@ pub struct BcacheState {
 }
 
 impl BcacheState {
-    /// A device's state outside a kernel, for tests: a cache of
+    /// A device's state before it is attached to its members and its
+    /// worker (and, as it is, for tests outside a kernel): a cache of
     /// `cache_sectors` over a backing device of `bdev_sectors`.
     pub fn detached(conf: BcacheConf, cache_sectors: u64, bdev_sectors: u64) -> BcacheState {
         BcacheState {
@@ -508,29 +488,12 @@ impl Kernel {
             .filter(|x| matches!(x.kind, DeviceKind::Bcache(_)))
             .count() as u32;
         BcacheState {
-            conf: c.clone(),
             cache,
             backing,
-            set: CacheSet::new(cache_sectors, c.bucket_sectors),
             rate: RateState::new(now),
-            idle: IdleState::default(),
-            seq: request::SeqTable::new(),
-            congested: 0,
-            congested_last_us: 0,
-            ops: Vec::new(),
-            free_ops: Vec::new(),
-            has_dirty: false,
-            sb_dirty: false,
-            wb: writeback::WbThread::default(),
-            stats: Stats::default(),
-            keys_done: 0,
-            keys_failed: 0,
             worker,
-            bdev_sectors: d.size / 512,
-            alloc_wait: Default::default(),
-            samples: String::new(),
-            sample_t0: None,
             dev_index,
+            ..BcacheState::detached(c.clone(), cache_sectors, d.size / 512)
         }
     }
 
