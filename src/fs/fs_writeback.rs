@@ -336,12 +336,19 @@ impl Kernel {
         }
     }
 
-    /// `requeue_inode` after an inode's turn.
-    fn requeue_inode(&mut self, ino: InodeId, nr_to_write: i64) {
+    /// `requeue_inode` after an inode's turn. `dirtied_before` is the
+    /// pass's expiry line (`writeback_sb_inodes`: its start, or 30 s before
+    /// it for kupdate): since 6.10 an inode dirtied after it goes back to
+    /// b_dirty even when its slice was used up, so kupdate writes one chunk
+    /// of a young inode left on b_more_io, not all of it; before 6.10 it
+    /// went to b_more_io and kupdate wrote it out whole.
+    fn requeue_inode(&mut self, ino: InodeId, nr_to_write: i64, dirtied_before: u64) {
         let still_dirty = !self.inodes[ino].dirty.is_empty();
         if still_dirty {
             self.inodes[ino].i_state |= I_DIRTY_PAGES;
-            if nr_to_write <= 0 {
+            let young = self.sc.features.requeue_expiry_v6_10
+                && self.inodes[ino].dirtied_when > dirtied_before;
+            if nr_to_write <= 0 && !young {
                 // requeue_io: head of b_more_io, dirtied_when unchanged
                 self.inode_list_move(ino, Some(WbList::MoreIo));
             } else {
@@ -691,7 +698,13 @@ impl Kernel {
             p.progress += 1;
         }
         self.inodes[wp.ino].i_state &= !I_SYNC;
-        self.requeue_inode(wp.ino, wp.nr_to_write);
+        let dirtied_before = if p.work.for_kupdate {
+            let expire = self.sc.vm.dirty_expire_centisecs * hz / 100;
+            p.start.saturating_sub(expire)
+        } else {
+            p.start
+        };
+        self.requeue_inode(wp.ino, wp.nr_to_write, dirtied_before);
         if self.cg.enabled {
             self.wbc_detach_inode(pid, wp.ino);
         }

@@ -209,6 +209,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("kernel.features.blk_throttle", "6.18 (io-less), pre-6.18 (older)", ALL, "\"pre-6.18\"", "`6.18`: REQ_META is charged, never queued, and slices trim two at a time; `pre-6.18`: as before"),
     k("kernel.features.bw_dwork", "true (io-less), false (older)", ALL, "false", "`wb->bw_dwork` (5.14): update the bandwidth estimate after an inode's last writeback completes"),
     k("kernel.features.wb_bandwidth", "6.x (io-less), 3.2 (older)", ALL, "\"3.2\"", "the flusher's bandwidth updates: `6.x` (after max_pause, estimate restarts) or `3.2`"),
+    k("kernel.features.requeue_expiry", "6.10 (io-less), pre-6.10 (older)", ALL, "\"pre-6.10\"", "`requeue_inode`: `6.10` sends a young inode back to b_dirty, so kupdate writes one chunk of it; `pre-6.10`: all of it"),
     k("kernel.features.dirty_limits", "6.x (io-less), 3.x (older)", ALL, "\"3.x\"", "dirtyable memory and thresholds: `6.x` (`domain_dirty_limits`) or `3.x` (`global_dirty_limits`)"),
     k("kernel.features.dioread_nolock", "true (io-less), false (older)", ALL, "false", "ext4 dioread_nolock (5.6 default): a writepages round is one io_end with reserved credits"),
     k("kernel.features.writeback_chunk", "3.2 (io-less, io-less-3.2), 2.6 (legacy)", ALL, "\"2.6\"", "the flusher's chunk per inode: `3.2` (`writeback_chunk_size`) or `2.6` (MAX_WRITEBACK_PAGES)"),

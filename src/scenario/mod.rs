@@ -365,6 +365,11 @@ pub struct Features {
     /// any plugged request of the queue takes a merge, flush at 16; false:
     /// 6.x, only the newest, flush at 32 or a 128 KiB request.
     pub plug_merge_any: bool,
+    /// `requeue_inode` keeps an inode dirtied after the pass's expiry line
+    /// off b_more_io even when its slice was used up (6.10, "avoid to
+    /// writeback non-expired inode in kupdate writeback"): kupdate then
+    /// writes one chunk of a young inode, not the whole of it.
+    pub requeue_expiry_v6_10: bool,
 }
 
 impl Features {
@@ -382,6 +387,7 @@ impl Features {
             writeback_chunk_v3_2: policy != ThrottlePolicy::Legacy,
             flusher_plug: v6,
             plug_merge_any: false,
+            requeue_expiry_v6_10: v6,
         }
     }
 }
@@ -1787,6 +1793,13 @@ fn read_features(r: &mut Reader, policy: ThrottlePolicy) -> Result<Features, Sce
         &mut f.blk_throttle_v6_18,
     )?;
     version(r, "wb_bandwidth", "6.x", "3.2", &mut f.wb_bandwidth_v6)?;
+    version(
+        r,
+        "requeue_expiry",
+        "6.10",
+        "pre-6.10",
+        &mut f.requeue_expiry_v6_10,
+    )?;
     version(r, "dirty_limits", "6.x", "3.x", &mut f.dirty_limits_v6)?;
     version(
         r,
