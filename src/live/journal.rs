@@ -268,6 +268,51 @@ pub fn recover_stale(dir: &Path) -> Vec<String> {
             }
         }
     }
+    msgs.extend(remove_orphan_instances(
+        &Path::new(super::TRACEFS).join("instances"),
+    ));
+    msgs
+}
+
+/// Trace instances named `wbsim-live-PID` whose run is gone: no process
+/// PID, or one that is not wbsim (the pid reused). A run without a
+/// journal leaves one when it dies before writing its journal, or when two
+/// runs shared a tracefs mount and the first unmounted it under the second
+/// (before live runs took a machine-wide lock). Returns a message per
+/// instance removed or left.
+pub fn remove_orphan_instances(dir: &Path) -> Vec<String> {
+    let mut msgs = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return msgs;
+    };
+    let mut names: Vec<String> = rd
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    for n in names {
+        let Some(pid) = n
+            .strip_prefix("wbsim-live-")
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+        if comm.starts_with("wbsim") {
+            continue; // its run is alive
+        }
+        let path = dir.join(&n);
+        match std::fs::remove_dir(&path) {
+            Ok(()) => msgs.push(format!(
+                "removed trace instance {}, left by live run {pid}",
+                path.display()
+            )),
+            Err(e) => msgs.push(format!(
+                "could not remove trace instance {} left by live run {pid}: {e}",
+                path.display()
+            )),
+        }
+    }
     msgs
 }
 
@@ -367,6 +412,40 @@ mod tests {
         std::fs::write(&other, "x").unwrap();
         g.restore();
         assert!(other.exists() && !f.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn orphan_instances_of_dead_runs_go_and_live_ones_stay() {
+        let dir = std::env::temp_dir().join(format!("wbsim-orphans-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // no process has pid 0; pid 1 is init, alive but not wbsim
+        for n in [
+            "wbsim-live-0",
+            "wbsim-live-1",
+            "other-instance",
+            "wbsim-live-x",
+        ] {
+            std::fs::create_dir(dir.join(n)).unwrap();
+        }
+        let msgs = remove_orphan_instances(&dir);
+        assert_eq!(msgs.len(), 2, "{msgs:?}");
+        assert!(!dir.join("wbsim-live-0").exists());
+        assert!(!dir.join("wbsim-live-1").exists());
+        assert!(dir.join("other-instance").exists());
+        assert!(dir.join("wbsim-live-x").exists());
+        // a live wbsim process keeps its instance: this test binary's
+        // comm starts with "wbsim" (cargo names it wbsim-HASH)
+        let me = format!("wbsim-live-{}", std::process::id());
+        std::fs::create_dir(dir.join(&me)).unwrap();
+        let comm = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
+        let msgs = remove_orphan_instances(&dir);
+        assert_eq!(
+            dir.join(&me).exists(),
+            comm.starts_with("wbsim"),
+            "{msgs:?}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
