@@ -20,6 +20,7 @@ pub mod output;
 pub mod plot;
 pub mod scenario;
 pub mod sim;
+pub mod sweep;
 pub mod trace;
 pub mod units;
 pub mod workload;

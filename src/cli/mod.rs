@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod fio;
+pub mod sweep;
 
 use crate::metrics::Summary;
 use crate::output::{simulate, write_outputs};
@@ -116,6 +117,16 @@ enum Cmd {
         /// (default: as many as kernel runs)
         #[arg(long, value_name = "N")]
         sim_runs: Option<u32>,
+    },
+    /// Run a sweep plan's points on every core and write results.csv
+    /// (`wbsim sweep PLAN.toml [--out DIR] [--jobs N] [--shard I/N | --index K]
+    /// [--count]`), or join shards (`wbsim sweep merge DIR... --out DIR`)
+    #[command(disable_help_flag = true)]
+    Sweep {
+        /// The plan, and --out, --jobs, --shard, --index, --count, -q;
+        /// or merge DIR... --out DIR
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
     },
     /// Run fio job files (or fio's `--name=... --rw=...` jobs) on the
     /// simulated machine and print fio's output: wbsim fio JOBFILE
@@ -242,6 +253,7 @@ pub fn main() -> i32 {
     match cli.cmd {
         Cmd::Help { key, markdown } => help_cmd(key.as_deref(), markdown),
         Cmd::Fio { args } => fio::main(&args),
+        Cmd::Sweep { args } => sweep::main(&args),
         Cmd::Restore => {
             // SAFETY: geteuid(2) has no preconditions.
             if unsafe { libc::geteuid() } != 0 {
