@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod mm;
 pub mod output;
 pub mod plot;
+pub mod report;
 pub mod scenario;
 pub mod sim;
 pub mod sweep;

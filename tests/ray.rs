@@ -25,7 +25,14 @@ fn ray_sweep_rows_equal_the_local_sweep() {
         return;
     }
     let o = Command::new(&python)
-        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "python/tests"])
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "python/tests",
+        ])
         .current_dir(&root)
         .env("WBSIM_BIN", env!("CARGO_BIN_EXE_wbsim"))
         .env("PYTHONPATH", root.join("python"))

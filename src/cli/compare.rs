@@ -233,7 +233,7 @@ pub fn rows(a: &Value, b: &Value, all: bool) -> Vec<Row> {
         .collect()
 }
 
-fn num(v: Option<f64>) -> String {
+pub(crate) fn num(v: Option<f64>) -> String {
     v.map(|x| {
         let s = format!("{x:.3}");
         let s = s.trim_end_matches('0').trim_end_matches('.');
@@ -242,7 +242,7 @@ fn num(v: Option<f64>) -> String {
     .unwrap_or_else(|| "-".into())
 }
 
-fn pct(v: Option<f64>) -> String {
+pub(crate) fn pct(v: Option<f64>) -> String {
     v.map(|x| format!("{x:+.1}")).unwrap_or_else(|| "-".into())
 }
 
@@ -339,7 +339,7 @@ pub fn render(rows: &[Row], fmt: Format, label_a: &str, label_b: &str) -> String
     }
 }
 
-fn load(dir: &Path) -> Result<Value, String> {
+pub(crate) fn load(dir: &Path) -> Result<Value, String> {
     let p = if dir.is_dir() {
         dir.join("summary.json")
     } else {

@@ -58,6 +58,20 @@ enum Cmd {
         /// Run even when the estimated trace is over 2 GiB
         #[arg(long)]
         force: bool,
+        /// Also write report.html (as `wbsim report DIR` does) and the
+        /// scenario it ran as scenario.toml
+        #[arg(long)]
+        report: bool,
+    },
+    /// One self-contained HTML page for a run, two runs (before, after) or
+    /// a sweep directory: wbsim report DIR [DIR] -o report.html
+    Report {
+        /// A run's output directory, two of them, or a sweep's
+        #[arg(required = true, num_args = 1..=2)]
+        dirs: Vec<PathBuf>,
+        /// The HTML file to write
+        #[arg(long, short, default_value = "report.html")]
+        out: PathBuf,
     },
     /// Plot a run's trace: dirty.{png,svg}, ratelimit.{png,svg}, pause.{png,svg}
     Plot {
@@ -254,6 +268,16 @@ pub fn main() -> i32 {
         Cmd::Help { key, markdown } => help_cmd(key.as_deref(), markdown),
         Cmd::Fio { args } => fio::main(&args),
         Cmd::Sweep { args } => sweep::main(&args),
+        Cmd::Report { dirs, out } => match crate::report::report(&dirs, &out) {
+            Ok(()) => {
+                eprintln!("wbsim: wrote {}", out.display());
+                0
+            }
+            Err(e) => {
+                eprintln!("wbsim: error: {}", term(&e));
+                2
+            }
+        },
         Cmd::Restore => {
             // SAFETY: geteuid(2) has no preconditions.
             if unsafe { libc::geteuid() } != 0 {
@@ -380,6 +404,7 @@ pub fn main() -> i32 {
             plot,
             explain,
             force,
+            report,
         } => {
             let sc = match load(&s) {
                 Ok(sc) => sc,
@@ -417,6 +442,27 @@ pub fn main() -> i32 {
             if let Err(e) = write_outputs(&out, &r) {
                 eprintln!("wbsim: error: cannot write to {}: {e}", out.display());
                 return 2;
+            }
+            if report {
+                let mut toml = match &s.scenario {
+                    Some(p) => std::fs::read_to_string(p).unwrap_or_default(),
+                    None => crate::scenario::DEFAULT_SCENARIO.to_string(),
+                };
+                for set in &s.sets {
+                    toml.push_str(&format!("# --set {set}\n"));
+                }
+                if let Some(seed) = s.seed {
+                    toml.push_str(&format!("# --seed {seed}\n"));
+                }
+                let r = std::fs::write(out.join("scenario.toml"), toml)
+                    .map_err(|e| e.to_string())
+                    .and_then(|_| {
+                        crate::report::report(std::slice::from_ref(&out), &out.join("report.html"))
+                    });
+                if let Err(e) = r {
+                    eprintln!("wbsim: error: the report: {e}");
+                    return 1;
+                }
             }
             let mut plotted = Vec::new();
             if plot {

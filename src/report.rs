@@ -1,0 +1,797 @@
+//! `wbsim report DIR [DIR...] -o report.html`: one self-contained HTML page
+//! (no network; SVG, CSS and the little script inline) for a run, a
+//! before/after pair of runs, or a sweep.
+//!
+//! - One run (a `wbsim run`/`wbsim live` directory): the scenario as TOML
+//!   (`scenario.toml`, which `wbsim run --report` writes), the summary as
+//!   tables, and Wu-style graphs from `trace.txt`: dirty pages against the
+//!   limits, the ratelimits, pause and period, the device's write
+//!   throughput, the flusher's work items; fio's jobs when there is a
+//!   `fio.json`.
+//! - Two runs: `wbsim compare`'s table with the deltas, and the curves
+//!   overlaid.
+//! - A sweep directory (`results.csv`): the results table (click a header
+//!   to sort) and, for the main figures, one chart against the first
+//!   numeric axis, one line per value of the other axes, the median over
+//!   seeds.
+
+use crate::plot::tick;
+use crate::trace::Record;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// Chart size in CSS pixels (the SVG's width and height attributes).
+pub const CHART_W: u32 = 1000;
+pub const CHART_H: u32 = 340;
+
+const COLOURS: [&str; 10] = [
+    "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf",
+];
+
+/// How a series is drawn.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mark {
+    Line,
+    Dots,
+}
+
+/// A named series of (x, y) points and how it is drawn.
+pub type Series = (String, Vec<(f64, f64)>, Mark);
+
+/// A chart: title, axis labels with units, and named series.
+pub struct Chart {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub series: Vec<Series>,
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// Round numbers for axis ticks: about `n` steps of 1, 2 or 5 x 10^k.
+fn ticks(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    let span = (hi - lo).max(1e-12);
+    let raw = span / n as f64;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| span / s <= n as f64)
+        .unwrap_or(10.0 * mag);
+    let mut v = Vec::new();
+    let mut x = (lo / step).ceil() * step;
+    while x <= hi + step * 1e-9 {
+        v.push(if x.abs() < step * 1e-9 { 0.0 } else { x });
+        x += step;
+    }
+    v
+}
+
+/// Keep what a `cols`-pixel-wide chart can show of a line: per pixel
+/// column, the first, lowest, highest and last point, in order.
+fn thin(p: &[(f64, f64)], x0: f64, x1: f64, cols: usize) -> Vec<(f64, f64)> {
+    if p.len() <= cols * 4 {
+        return p.to_vec();
+    }
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < p.len() {
+        let col = (((p[i].0 - x0) / (x1 - x0).max(1e-12)) * cols as f64) as i64;
+        let mut j = i;
+        let (mut lo, mut hi) = (i, i);
+        while j < p.len() && (((p[j].0 - x0) / (x1 - x0).max(1e-12)) * cols as f64) as i64 == col {
+            if p[j].1 < p[lo].1 {
+                lo = j;
+            }
+            if p[j].1 > p[hi].1 {
+                hi = j;
+            }
+            j += 1;
+        }
+        let mut idx = vec![i, lo, hi, j - 1];
+        idx.sort_unstable();
+        idx.dedup();
+        out.extend(idx.into_iter().map(|k| p[k]));
+        i = j;
+    }
+    out
+}
+
+impl Chart {
+    /// The chart as an inline `<svg>`.
+    pub fn svg(&self) -> String {
+        let (w, h) = (CHART_W as f64, CHART_H as f64);
+        let (ml, mr, mt, mb) = (78.0, 236.0, 30.0, 46.0);
+        let pts = self.series.iter().flat_map(|s| s.1.iter());
+        let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0f64);
+        let mut y0 = 0f64;
+        for &(x, y) in pts {
+            x0 = x0.min(x);
+            x1 = x1.max(x);
+            y1 = y1.max(y);
+            y0 = y0.min(y);
+        }
+        if x0 > x1 {
+            (x0, x1) = (0.0, 1.0);
+        }
+        if x1 - x0 < 1e-12 {
+            x1 = x0 + 1.0;
+        }
+        if y1 - y0 < 1e-12 {
+            y1 = y0 + 1.0;
+        }
+        y1 *= 1.05;
+        let px = |x: f64| ml + (x - x0) / (x1 - x0) * (w - ml - mr);
+        let py = |y: f64| h - mb - (y - y0) / (y1 - y0) * (h - mt - mb);
+        let mut s = String::new();
+        let _ = write!(
+            s,
+            r##"<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{CHART_W}" height="{CHART_H}" viewBox="0 0 {CHART_W} {CHART_H}" role="img" aria-label="{t}"><title>{t}</title><rect x="0" y="0" width="{w}" height="{h}" fill="#fff"/>"##,
+            t = esc(&self.title)
+        );
+        let _ = write!(
+            s,
+            r#"<text x="{}" y="18" class="ct">{}</text>"#,
+            ml,
+            esc(&self.title)
+        );
+        for t in ticks(x0, x1, 8) {
+            let x = px(t);
+            let _ = write!(
+                s,
+                r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#e6e6e6"/><text x="{x:.1}" y="{:.1}" class="tx">{}</text>"##,
+                mt,
+                h - mb,
+                h - mb + 16.0,
+                tick(t, x1 - x0)
+            );
+        }
+        for t in ticks(y0, y1, 6) {
+            let y = py(t);
+            let _ = write!(
+                s,
+                r##"<line x1="{ml}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#e6e6e6"/><text x="{:.1}" y="{:.1}" class="ty">{}</text>"##,
+                w - mr,
+                ml - 6.0,
+                y + 4.0,
+                tick(t, y1 - y0)
+            );
+        }
+        let _ = write!(
+            s,
+            r##"<rect x="{ml}" y="{mt}" width="{:.1}" height="{:.1}" fill="none" stroke="#444"/>"##,
+            w - ml - mr,
+            h - mt - mb
+        );
+        let _ = write!(
+            s,
+            r#"<text x="{:.1}" y="{:.1}" class="xl">{}</text><text transform="translate(16 {:.1}) rotate(-90)" class="yl">{}</text>"#,
+            (ml + w - mr) / 2.0,
+            h - 8.0,
+            esc(&self.x_label),
+            (mt + h - mb) / 2.0,
+            esc(&self.y_label)
+        );
+        let cols = (w - ml - mr) as usize;
+        for (i, (name, p, mark)) in self.series.iter().enumerate() {
+            let c = COLOURS[i % COLOURS.len()];
+            match mark {
+                Mark::Line => {
+                    let p = thin(p, x0, x1, cols);
+                    let mut d = String::new();
+                    for (k, &(x, y)) in p.iter().enumerate() {
+                        let _ = write!(
+                            d,
+                            "{}{:.1},{:.1}",
+                            if k == 0 { "M" } else { "L" },
+                            px(x),
+                            py(y)
+                        );
+                    }
+                    let _ = write!(
+                        s,
+                        r#"<path d="{d}" fill="none" stroke="{c}" stroke-width="1.5"><title>{}</title></path>"#,
+                        esc(name)
+                    );
+                }
+                Mark::Dots => {
+                    // one dot per pixel cell
+                    let mut seen = std::collections::BTreeSet::new();
+                    let _ = write!(s, r#"<g fill="{c}"><title>{}</title>"#, esc(name));
+                    for &(x, y) in p {
+                        let (cx, cy) = (px(x), py(y));
+                        if seen.insert((cx as i64 / 2, cy as i64 / 2)) {
+                            let _ = write!(s, r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="1.6"/>"#);
+                        }
+                    }
+                    s.push_str("</g>");
+                }
+            }
+            // legend
+            let ly = mt + 8.0 + 16.0 * i as f64;
+            let lx = w - mr + 12.0;
+            let name: String = if name.chars().count() > 32 {
+                name.chars().take(31).chain(std::iter::once('…')).collect()
+            } else {
+                name.clone()
+            };
+            let _ = write!(
+                s,
+                r#"<rect x="{lx:.1}" y="{:.1}" width="12" height="4" fill="{c}"/><text x="{:.1}" y="{ly:.1}" class="lg">{}</text>"#,
+                ly - 5.0,
+                lx + 18.0,
+                esc(&name)
+            );
+        }
+        s.push_str("</svg>");
+        s
+    }
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:24px;color:#222;max-width:1100px}\
+h1{font-size:22px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}\
+table{border-collapse:collapse;font-size:13px;margin:8px 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;white-space:nowrap}div.tw{overflow-x:auto}\
+th{background:#f3f3f3;cursor:pointer}td:first-child,th:first-child{text-align:left}\
+pre{background:#f7f7f7;padding:10px;font-size:12px;overflow:auto;max-height:420px}\
+svg.chart{display:block;margin:10px 0;border:1px solid #ddd}\
+.ct{font-size:14px;font-weight:bold}.tx{font-size:11px;text-anchor:middle}.ty{font-size:11px;text-anchor:end}\
+.xl,.yl{font-size:12px;text-anchor:middle}.lg{font-size:12px}.up{color:#b00}.down{color:#060}";
+
+/// Sorts a table by the clicked header; marks the page ready (the browser
+/// test reads `data-ready`), and records script errors in `data-errors`.
+const SCRIPT: &str = "window.onerror=function(m){document.body.dataset.errors=(document.body.dataset.errors||'')+m+';'};\
+document.querySelectorAll('table.sort th').forEach(function(th,i){th.addEventListener('click',function(){\
+var t=th.closest('table'),b=t.tBodies[0],r=Array.from(b.rows),asc=th.dataset.asc!=='1';th.dataset.asc=asc?'1':'0';\
+r.sort(function(x,y){var a=x.cells[i].textContent,c=y.cells[i].textContent,p=parseFloat(a),q=parseFloat(c);\
+var v=(!isNaN(p)&&!isNaN(q))?p-q:a.localeCompare(c);return asc?v:-v});r.forEach(function(x){b.appendChild(x)})})});\
+document.body.dataset.ready='1';";
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{t}</title><style>{STYLE}</style></head>\n<body>\n<h1>{t}</h1>\n{body}\n<script>{SCRIPT}</script>\n</body></html>\n",
+        t = esc(title)
+    )
+}
+
+fn read_summary(dir: &Path) -> Result<Value, String> {
+    crate::cli::compare::load(dir)
+}
+
+fn t(r: &Record) -> f64 {
+    r.ts as f64 / 1e9
+}
+
+fn series(recs: &[&Record], k: &str, scale: f64) -> Vec<(f64, f64)> {
+    recs.iter()
+        .filter_map(|r| r.get(k).map(|v| (t(r), v as f64 * scale)))
+        .collect()
+}
+
+/// The run's trace, read once.
+struct TraceData {
+    recs: Vec<Record>,
+}
+
+impl TraceData {
+    fn load(dir: &Path) -> TraceData {
+        let text = std::fs::read_to_string(dir.join("trace.txt")).unwrap_or_default();
+        TraceData {
+            recs: crate::trace::parse(&text),
+        }
+    }
+    fn of(&self, ev: &str) -> Vec<&Record> {
+        self.recs.iter().filter(|r| r.event == ev).collect()
+    }
+}
+
+/// The run's charts: (id, chart). `tag` suffixes series names (for
+/// overlays).
+fn run_charts(td: &TraceData, tag: &str) -> Vec<(&'static str, Chart)> {
+    let n = |s: &str| {
+        if tag.is_empty() {
+            s.to_string()
+        } else {
+            format!("{s} ({tag})")
+        }
+    };
+    let mut out = Vec::new();
+    let bdp = td.of("balance_dirty_pages");
+    let gds = td.of("global_dirty_state");
+    let mut dirty = Vec::new();
+    if !gds.is_empty() {
+        let sum: Vec<(f64, f64)> = gds
+            .iter()
+            .filter_map(|r| Some((t(r), (r.get("dirty")? + r.get("writeback")?) as f64)))
+            .collect();
+        dirty.push((n("dirty + writeback"), sum, Mark::Line));
+        dirty.push((n("thresh"), series(&gds, "thresh", 1.0), Mark::Line));
+        dirty.push((n("bg_thresh"), series(&gds, "bg_thresh", 1.0), Mark::Line));
+    }
+    if !bdp.is_empty() {
+        dirty.push((n("setpoint"), series(&bdp, "setpoint", 1.0), Mark::Line));
+        dirty.push((n("limit"), series(&bdp, "limit", 1.0), Mark::Line));
+    }
+    if !dirty.is_empty() {
+        out.push((
+            "dirty",
+            Chart {
+                title: "Dirty pages against the limits".into(),
+                x_label: "time (s)".into(),
+                y_label: "pages".into(),
+                series: dirty,
+            },
+        ));
+    }
+    let rl = td.of("bdi_dirty_ratelimit");
+    if !rl.is_empty() {
+        let s = [
+            "write_bw",
+            "dirty_ratelimit",
+            "task_ratelimit",
+            "balanced_dirty_ratelimit",
+        ]
+        .iter()
+        .map(|k| (n(k), series(&rl, k, 1.0), Mark::Line))
+        .collect();
+        out.push((
+            "ratelimit",
+            Chart {
+                title: "Bandwidth estimate and ratelimits (bdi_dirty_ratelimit)".into(),
+                x_label: "time (s)".into(),
+                y_label: "KB/s".into(),
+                series: s,
+            },
+        ));
+    }
+    if !bdp.is_empty() {
+        out.push((
+            "pause",
+            Chart {
+                title: "balance_dirty_pages pause and period".into(),
+                x_label: "time (s)".into(),
+                y_label: "ms".into(),
+                series: vec![
+                    (n("pause"), series(&bdp, "pause", 1.0), Mark::Dots),
+                    (n("period"), series(&bdp, "period", 1.0), Mark::Dots),
+                ],
+            },
+        ));
+    }
+    if gds.len() > 1 {
+        // pages written each second, from global_dirty_state's counter
+        let mut per: BTreeMap<i64, (f64, i64, f64, i64)> = BTreeMap::new();
+        for r in &gds {
+            if let Some(w) = r.get("written") {
+                let s = t(r).floor() as i64;
+                let e = per.entry(s).or_insert((t(r), w, t(r), w));
+                e.2 = t(r);
+                e.3 = w;
+            }
+        }
+        let v: Vec<(f64, i64, f64, i64)> = per.into_values().collect();
+        let mut pts = Vec::new();
+        for pair in v.windows(2) {
+            let (a, b) = (pair[0], pair[1]);
+            let dt = b.0 - a.0;
+            if dt > 0.0 {
+                pts.push((b.0, (b.1 - a.1) as f64 * 4096.0 / 1048576.0 / dt));
+            }
+        }
+        out.push((
+            "throughput",
+            Chart {
+                title: "Pages written back (global_dirty_state written, per second)".into(),
+                x_label: "time (s)".into(),
+                y_label: "MiB/s (4 KiB pages)".into(),
+                series: vec![(n("written"), pts, Mark::Line)],
+            },
+        ));
+    }
+    let ww = td.of("writeback_written");
+    if !ww.is_empty() {
+        let mut by: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+        for r in &ww {
+            let reason = r
+                .strs
+                .iter()
+                .find(|(k, _)| k == "reason")
+                .map_or("?".to_string(), |(_, v)| v.clone());
+            let e = by.entry(reason).or_default();
+            let c = e.last().map_or(0.0, |p| p.1) + 1.0;
+            e.push((t(r), c));
+        }
+        out.push((
+            "flusher",
+            Chart {
+                title: "Flusher work rounds (writeback_written), cumulative by reason".into(),
+                x_label: "time (s)".into(),
+                y_label: "rounds".into(),
+                series: by
+                    .into_iter()
+                    .map(|(k, v)| (n(&k), v, Mark::Line))
+                    .collect(),
+            },
+        ));
+    }
+    out
+}
+
+fn summary_tables(v: &Value) -> String {
+    let mut flat = BTreeMap::new();
+    crate::sweep::flatten(v, "", &mut flat);
+    let mut groups: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    for (k, x) in flat {
+        let g = k.split('.').next().unwrap_or("").to_string();
+        groups.entry(g).or_default().push((k, x));
+    }
+    let mut s = String::new();
+    for (g, rows) in groups {
+        let _ = write!(
+            s,
+            "<table class=\"sort summary\" data-group=\"{}\"><thead><tr><th>{}</th><th>value</th></tr></thead><tbody>",
+            esc(&g),
+            esc(&g)
+        );
+        for (k, x) in rows {
+            let _ = write!(s, "<tr><td>{}</td><td>{}</td></tr>", esc(&k), esc(&x));
+        }
+        s.push_str("</tbody></table>\n");
+    }
+    s
+}
+
+fn fio_table(dir: &Path) -> String {
+    let Ok(text) = std::fs::read_to_string(dir.join("fio.json")) else {
+        return String::new();
+    };
+    let Ok(v) = serde_json::from_str::<Value>(&text) else {
+        return String::new();
+    };
+    let mut s = String::from(
+        "<h2>fio jobs</h2><table class=\"sort fio\"><thead><tr><th>job</th><th>dir</th><th>bw MiB/s</th><th>IOPS</th><th>clat p50 us</th><th>p90 us</th><th>p99 us</th></tr></thead><tbody>",
+    );
+    for j in v["jobs"].as_array().into_iter().flatten() {
+        for d in ["read", "write"] {
+            let x = &j[d];
+            if x["total_ios"].as_u64().unwrap_or(0) == 0 {
+                continue;
+            }
+            let p = |q: &str| {
+                x["clat_ns"]["percentile"][q]
+                    .as_f64()
+                    .map_or("-".into(), |n| format!("{:.1}", n / 1000.0))
+            };
+            let _ = write!(
+                s,
+                "<tr><td>{}</td><td>{d}</td><td>{:.2}</td><td>{:.0}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(j["jobname"].as_str().unwrap_or("?")),
+                x["bw_bytes"].as_f64().unwrap_or(0.0) / 1048576.0,
+                x["iops"].as_f64().unwrap_or(0.0),
+                p("50.000000"),
+                p("90.000000"),
+                p("99.000000")
+            );
+        }
+    }
+    s.push_str("</tbody></table>\n");
+    s
+}
+
+fn name_of(v: &Value, dir: &Path) -> String {
+    v.get("scenario")
+        .and_then(|x| x.as_str())
+        .map_or_else(|| dir.display().to_string(), String::from)
+}
+
+/// The page for one run.
+pub fn run_page(dir: &Path) -> Result<String, String> {
+    let v = read_summary(dir)?;
+    let mut body = String::new();
+    let name = name_of(&v, dir);
+    if let Ok(toml) = std::fs::read_to_string(dir.join("scenario.toml")) {
+        let _ = write!(
+            body,
+            "<h2>Scenario</h2><pre class=\"scenario\">{}</pre>",
+            esc(&toml)
+        );
+    }
+    let td = TraceData::load(dir);
+    let charts = run_charts(&td, "");
+    if !charts.is_empty() {
+        body.push_str("<h2>Graphs</h2>\n");
+    }
+    for (id, c) in &charts {
+        let _ = writeln!(body, "<div class=\"fig\" id=\"{id}\">{}</div>", c.svg());
+    }
+    body.push_str(&fio_table(dir));
+    body.push_str("<h2>Summary</h2>\n");
+    body.push_str(&summary_tables(&v));
+    Ok(page(&format!("wbsim run: {name}"), &body))
+}
+
+/// The page for two runs: compare's table and the curves overlaid.
+pub fn compare_page(a: &Path, b: &Path) -> Result<String, String> {
+    let (va, vb) = (read_summary(a)?, read_summary(b)?);
+    let (na, nb) = (name_of(&va, a), name_of(&vb, b));
+    let (la, lb) = if na == nb {
+        ("before".to_string(), "after".to_string())
+    } else {
+        (na.clone(), nb.clone())
+    };
+    let rows = crate::cli::compare::rows(&va, &vb, false);
+    let mut body = format!(
+        "<h2>Summary</h2><table class=\"sort compare\"><thead><tr><th>metric</th><th>unit</th><th>{}</th><th>{}</th><th>change %</th></tr></thead><tbody>",
+        esc(&la),
+        esc(&lb)
+    );
+    for r in &rows {
+        let cls = match r.change_pct {
+            Some(p) if p > 0.05 => " class=\"up\"",
+            Some(p) if p < -0.05 => " class=\"down\"",
+            _ => "",
+        };
+        let _ = write!(
+            body,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td{cls}>{}</td></tr>",
+            esc(&r.metric),
+            esc(r.unit),
+            crate::cli::compare::num(r.a),
+            crate::cli::compare::num(r.b),
+            crate::cli::compare::pct(r.change_pct)
+        );
+    }
+    body.push_str("</tbody></table>\n<h2>Graphs</h2>\n");
+    let (ta, tb) = (TraceData::load(a), TraceData::load(b));
+    let (ca, cb) = (run_charts(&ta, &la), run_charts(&tb, &lb));
+    for (id, mut c) in ca {
+        if let Some((_, other)) = cb.iter().find(|(j, _)| *j == id) {
+            // the main curve of each run, overlaid (for dirty, the dirty
+            // count and the limit)
+            let keep = |s: &Series| {
+                !(id == "dirty" && !(s.0.starts_with("dirty") || s.0.starts_with("limit")))
+            };
+            c.series.retain(keep);
+            c.series
+                .extend(other.series.iter().filter(|s| keep(s)).cloned());
+        }
+        let _ = writeln!(body, "<div class=\"fig\" id=\"{id}\">{}</div>", c.svg());
+    }
+    Ok(page(&format!("wbsim: {la} against {lb}"), &body))
+}
+
+/// The figures a sweep page charts, and their labels.
+const SWEEP_FIGURES: [(&str, &str); 5] = [
+    (
+        "trace.balance_dirty_pages.fields.dirty_ratelimit.p50",
+        "dirty_ratelimit p50 (KB/s)",
+    ),
+    (
+        "trace.balance_dirty_pages.fields.pause.p50",
+        "pause p50 (ms)",
+    ),
+    ("dirty_pages.p50", "dirty pages p50"),
+    ("dirtying_mib_s", "dirtying MiB/s"),
+    ("devices.loop0.write_mib_s", "device write MiB/s"),
+];
+
+/// A size or number as a number (`50M` = 50 x 2^20), for the x axis.
+fn axis_number(s: &str) -> Option<f64> {
+    if let Ok(x) = s.parse::<f64>() {
+        return Some(x);
+    }
+    crate::units::parse_size(s).ok().map(|b| b as f64)
+}
+
+/// The page for a sweep directory (its `results.csv`).
+pub fn sweep_page(dir: &Path) -> Result<String, String> {
+    let f = dir.join("results.csv");
+    let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+    let rows = parse_csv(&text);
+    let Some((head, data)) = rows.split_first() else {
+        return Err(format!("{}: empty", f.display()));
+    };
+    let col = |n: &str| head.iter().position(|h| h == n);
+    let seed_c = col("seed").ok_or(format!("{}: no seed column", f.display()))?;
+    let axes: Vec<usize> = (3..seed_c).collect();
+    let mut body = String::new();
+    // charts: each figure against the numeric axis with the most values;
+    // one line per value of the other axes, leaving out those that move
+    // with it (a zipped group)
+    let numeric: Vec<usize> = axes
+        .iter()
+        .copied()
+        .filter(|&c| data.iter().all(|r| axis_number(&r[c]).is_some()))
+        .collect();
+    let distinct = |c: usize| {
+        data.iter()
+            .map(|r| r[c].as_str())
+            .collect::<std::collections::BTreeSet<_>>()
+            .len()
+    };
+    let xa = numeric
+        .iter()
+        .copied()
+        .max_by_key(|&c| (distinct(c), usize::MAX - c));
+    if let Some(xc) = xa {
+        let tied = |c: usize| {
+            let mut m: BTreeMap<&str, &str> = BTreeMap::new();
+            data.iter()
+                .all(|r| *m.entry(r[xc].as_str()).or_insert(r[c].as_str()) == r[c].as_str())
+        };
+        let others: Vec<usize> = axes
+            .iter()
+            .copied()
+            .filter(|&c| c != xc && !tied(c))
+            .collect();
+        // sizes (50M, 1G) are drawn in MiB
+        let sized = data.iter().any(|r| r[xc].parse::<f64>().is_err());
+        let (xscale, xname) = if sized {
+            (1.0 / 1048576.0, format!("{} (MiB)", head[xc]))
+        } else {
+            (1.0, head[xc].clone())
+        };
+        body.push_str("<h2>Figures against ");
+        body.push_str(&esc(&head[xc]));
+        body.push_str("</h2>\n");
+        for (fig, label) in SWEEP_FIGURES {
+            let Some(fc) = col(fig) else { continue };
+            // one line per combination of the other axes; median over seeds
+            let mut lines: BTreeMap<String, BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
+            for r in data {
+                let (Some(x), Ok(y)) = (axis_number(&r[xc]), r[fc].parse::<f64>()) else {
+                    continue;
+                };
+                let x = x * xscale;
+                let key: Vec<String> = others
+                    .iter()
+                    .map(|&c| format!("{}={}", head[c], r[c]))
+                    .collect();
+                lines
+                    .entry(key.join(" "))
+                    .or_default()
+                    .entry(x.to_bits())
+                    .or_default()
+                    .push(y);
+            }
+            let series = lines
+                .into_iter()
+                .map(|(k, pts)| {
+                    let mut p: Vec<(f64, f64)> = pts
+                        .into_iter()
+                        .map(|(x, mut ys)| {
+                            ys.sort_by(f64::total_cmp);
+                            (f64::from_bits(x), ys[ys.len() / 2])
+                        })
+                        .collect();
+                    p.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    (if k.is_empty() { "all".into() } else { k }, p, Mark::Line)
+                })
+                .collect();
+            let c = Chart {
+                title: format!("{label} against {}", head[xc]),
+                x_label: xname.clone(),
+                y_label: label.to_string(),
+                series,
+            };
+            let _ = writeln!(body, "<div class=\"fig\">{}</div>", c.svg());
+        }
+    }
+    // the table: the axes, seed and the charted figures (all columns are in
+    // results.csv)
+    let shown: Vec<usize> = (0..=seed_c)
+        .chain(SWEEP_FIGURES.iter().filter_map(|(f, _)| col(f)))
+        .collect();
+    body.push_str("<h2>Results</h2><div class=\"tw\"><table class=\"sort results\"><thead><tr>");
+    for &c in &shown {
+        let _ = write!(body, "<th>{}</th>", esc(&head[c]));
+    }
+    body.push_str("</tr></thead><tbody>");
+    for r in data {
+        body.push_str("<tr>");
+        for &c in &shown {
+            let _ = write!(
+                body,
+                "<td>{}</td>",
+                esc(r.get(c).map_or("", |s| s.as_str()))
+            );
+        }
+        body.push_str("</tr>");
+    }
+    body.push_str("</tbody></table></div>\n");
+    Ok(page(&format!("wbsim sweep: {}", dir.display()), &body))
+}
+
+/// RFC 4180 CSV, as results.csv writes it.
+fn parse_csv(text: &str) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    let mut row = Vec::new();
+    let mut f = String::new();
+    let mut q = false;
+    let mut it = text.chars().peekable();
+    while let Some(c) = it.next() {
+        match (q, c) {
+            (true, '"') if it.peek() == Some(&'"') => {
+                f.push('"');
+                it.next();
+            }
+            (true, '"') => q = false,
+            (true, c) => f.push(c),
+            (false, '"') => q = true,
+            (false, ',') => row.push(std::mem::take(&mut f)),
+            (false, '\n') => {
+                row.push(std::mem::take(&mut f));
+                rows.push(std::mem::take(&mut row));
+            }
+            (false, '\r') => {}
+            (false, c) => f.push(c),
+        }
+    }
+    if !f.is_empty() || !row.is_empty() {
+        row.push(f);
+        rows.push(row);
+    }
+    rows
+}
+
+/// `wbsim report`: the page for these directories, written to `out`.
+pub fn report(dirs: &[PathBuf], out: &Path) -> Result<(), String> {
+    let html = match dirs {
+        [d] if d.join("results.csv").is_file() => sweep_page(d)?,
+        [d] => run_page(d)?,
+        [a, b] => compare_page(a, b)?,
+        _ => {
+            return Err(
+                "expected one run directory, two (before and after), or one sweep directory".into(),
+            )
+        }
+    };
+    std::fs::write(out, html).map_err(|e| format!("{}: {e}", out.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round() {
+        assert_eq!(ticks(0.0, 100.0, 5), [0.0, 20.0, 40.0, 60.0, 80.0, 100.0]);
+        assert_eq!(ticks(0.0, 7.0, 8), [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
+    }
+
+    #[test]
+    fn a_chart_has_its_size_labels_and_legend() {
+        let c = Chart {
+            title: "T <x>".into(),
+            x_label: "time (s)".into(),
+            y_label: "pages".into(),
+            series: vec![("a".into(), vec![(0.0, 1.0), (1.0, 3.0)], Mark::Line)],
+        };
+        let s = c.svg();
+        assert!(s.starts_with("<svg") && s.ends_with("</svg>"));
+        assert!(s.contains(&format!("width=\"{CHART_W}\" height=\"{CHART_H}\"")));
+        assert!(s.contains("T &lt;x&gt;") && s.contains("time (s)") && s.contains(">a</text>"));
+        assert!(s.contains("<path d=\"M"));
+    }
+
+    #[test]
+    fn thinning_keeps_extremes() {
+        let p: Vec<(f64, f64)> = (0..100_000).map(|i| (i as f64, (i % 97) as f64)).collect();
+        let t = thin(&p, 0.0, 99_999.0, 100);
+        assert!(t.len() <= 400, "{}", t.len());
+        assert!(t.iter().any(|q| q.1 == 96.0) && t.iter().any(|q| q.1 == 0.0));
+    }
+
+    #[test]
+    fn csv_round_trip() {
+        let r = parse_csv("a,b\n1,\"x,\"\"y\"\"\"\n");
+        assert_eq!(r, [vec!["a", "b"], vec!["1", "x,\"y\""]]);
+    }
+}
