@@ -365,6 +365,12 @@ pub struct Features {
     /// any plugged request of the queue takes a merge, flush at 16; false:
     /// 6.x, only the newest, flush at 32 or a 128 KiB request.
     pub plug_merge_any: bool,
+    /// Reclaim throttling as 5.16+ does it (`reclaim_throttle`: kswapd
+    /// waits for tagged pages' writeback, direct reclaimers a jiffy while
+    /// congested or without progress); false: `congestion_wait` (kswapd's
+    /// fixed 100 ms, and direct reclaimers' `wait_iff_congested`, which
+    /// with blk-mq never sleeps).
+    pub reclaim_throttle_v5_16: bool,
 }
 
 impl Features {
@@ -382,6 +388,7 @@ impl Features {
             writeback_chunk_v3_2: policy != ThrottlePolicy::Legacy,
             flusher_plug: v6,
             plug_merge_any: false,
+            reclaim_throttle_v5_16: v6,
         }
     }
 }
@@ -471,6 +478,8 @@ pub const TRACE_EVENTS: &[&str] = &[
     "mm_vmscan_wakeup_kswapd",
     "mm_vmscan_direct_reclaim_begin",
     "mm_vmscan_direct_reclaim_end",
+    "mm_vmscan_lru_shrink_inactive",
+    "mm_vmscan_throttled",
     "bcache_write",
     "bcache_bypass_sequential",
     "bcache_bypass_congested",
@@ -1787,6 +1796,13 @@ fn read_features(r: &mut Reader, policy: ThrottlePolicy) -> Result<Features, Sce
         &mut f.blk_throttle_v6_18,
     )?;
     version(r, "wb_bandwidth", "6.x", "3.2", &mut f.wb_bandwidth_v6)?;
+    version(
+        r,
+        "reclaim_throttle",
+        "5.16",
+        "pre-5.16",
+        &mut f.reclaim_throttle_v5_16,
+    )?;
     version(r, "dirty_limits", "6.x", "3.x", &mut f.dirty_limits_v6)?;
     version(
         r,
