@@ -1106,6 +1106,15 @@ mod tests {
         k.check_invariants().unwrap();
     }
 
+    impl Kernel {
+        /// Drop every cached page of a clean read file.
+        fn lru_forget_clean(&mut self, ino: InodeId) {
+            let n = self.inodes[ino].nr_cached;
+            self.ra.files.get_mut(&ino).unwrap().present.remove(0, n);
+            self.lru_free_inactive(ino, n);
+        }
+    }
+
     /// Dirty and writeback pages at the tail: tagged and activated; the
     /// tagged ones rotate to the tail when their writeback ends
     /// (`pgrotated`) and are reclaimed first; a batch all dirty and
@@ -1161,5 +1170,61 @@ mod tests {
         let th = k.tasks[pid].reclaim_throttle.as_ref().expect("throttled");
         assert_eq!(th.reason, Some(ThrottleReason::Writeback));
         assert_eq!(th.timeout, k.hz() / 10);
+    }
+
+    /// 5.16's throttles: CONGESTED and NOPROGRESS only while dirty and
+    /// writeback pages are more than half the file LRU, a jiffy each, traced
+    /// when they end; WRITEBACK sleepers woken once more than 32 pages a
+    /// sleeper were written back.
+    #[test]
+    fn reclaim_throttle_rules() {
+        let (mut k, pid) = machine();
+        k.tracer = crate::trace::Tracer::new(&["mm_vmscan_throttled".to_string()]);
+        let clean = read_file(&mut k, 1000);
+        let ino = k.create_inode(0);
+        k.filemap_dirty_range(pid, ino, 0, 100);
+        // mostly clean memory: no NOPROGRESS sleep
+        k.reclaim_throttle(pid, ThrottleReason::Noprogress);
+        assert!(k.tasks[pid].reclaim_throttle.is_none());
+        // mostly dirty: a direct reclaimer on a congested lruvec sleeps a jiffy
+        k.lru_forget_clean(clean);
+        k.vmscan.lru.lruvec_congested = true;
+        k.shrink_node_flags(pid, false, &ReclaimStat::default());
+        let at = k.timer_fire_time(k.jiffies() + 1);
+        assert!(matches!(
+            k.reclaim_throttle_step(pid),
+            Some(crate::kernel::Action::SleepUntil(t)) if t == at
+        ));
+        assert_eq!(
+            k.vmscan.lru.waiters[ThrottleReason::Congested as usize],
+            [pid]
+        );
+        assert!(k.reclaim_throttle_step(pid).is_none());
+        assert!(k.tasks[pid].reclaim_throttle.is_none());
+        assert!(k.vmscan.lru.waiters.iter().all(|w| w.is_empty()));
+        assert!(k.tracer.buf.contains(
+            ": mm_vmscan_throttled: nid=0 usec_timeout=4000 usect_delayed=0 reason=VMSCAN_THROTTLE_CONGESTED\n"
+        ));
+        // WRITEBACK: woken by the 33rd page written back
+        k.reclaim_throttle(pid, ThrottleReason::Writeback);
+        assert!(k.reclaim_throttle_step(pid).is_some());
+        assert_eq!(k.vmscan.lru.nr_writeback_throttled, 1);
+        k.inodes[ino].dirty.remove(0, 40);
+        k.start_writeback_range(ino, 40);
+        k.end_writeback_range(ino, 32);
+        assert_eq!(k.vmscan.lru.waiters[0], [pid]);
+        k.end_writeback_range(ino, 1);
+        assert!(k.vmscan.lru.waiters[0].is_empty());
+        assert!(k.reclaim_throttle_step(pid).is_none());
+        assert_eq!(k.vmscan.lru.nr_writeback_throttled, 0);
+        // the pre-5.16 kswapd: congestion_wait, untraced
+        k.sc.features.reclaim_throttle_v5_16 = false;
+        let st = ReclaimStat {
+            immediate: 1,
+            ..Default::default()
+        };
+        k.shrink_node_flags(pid, true, &st);
+        let th = k.tasks[pid].reclaim_throttle.as_ref().expect("waits");
+        assert_eq!((th.reason, th.timeout), (None, k.hz() / 10));
     }
 }
