@@ -62,10 +62,11 @@ fn kswapd_keeps_free_memory_between_the_watermarks() {
     let v = &k.vm;
     assert!(v.pageoutrun > 0, "kswapd never ran");
     assert!(v.pgsteal_kswapd > 0 && v.pgscan_kswapd >= v.pgsteal_kswapd);
-    // kswapd does the bulk of it; a writer's batch between two throttle
-    // checks (up to ~1600 pages here) is allocated at once, and two of
-    // them can cross the LOW−MIN gap (2740 pages) before kswapd gets a
-    // CPU: then the writer reclaims for itself
+    // kswapd does the bulk of it; a writer's batch ends where it would
+    // cross LOW and wakes kswapd there, but under `fifo` kswapd then waits
+    // for a writer's slice to end while both writers copy at memory speed,
+    // and they can cross the LOW−MIN gap (2740 pages) first: then a
+    // writer reclaims for itself
     assert!(
         v.pgsteal_direct * 50 < v.pgsteal_kswapd,
         "direct {} vs kswapd {}",

@@ -35,8 +35,8 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use crate::kernel::{InodeId, Kernel, Pid};
-use crate::mm::filemap::RangeSet;
 use crate::mm::page_alloc::SWAP_CLUSTER_MAX;
+use crate::mm::readahead::ExtentSet;
 use crate::sim::Ns;
 
 /// `enum lru_list` (the evictable ones).
@@ -149,14 +149,14 @@ pub struct InodeLru {
     pub active: u64,
     /// The active pages known by position (a read file's, activated by a
     /// second read); the rest are counted only.
-    pub active_pos: RangeSet,
+    pub active_pos: ExtentSet,
     /// `PG_reclaim` pages still dirty, and under writeback. Reclaim sets
     /// the flag and activates them; a tagged page counts as active while
     /// the inode has as many active pages (the writeback ones first).
     pub tag_dirty: u64,
     pub tag_wb: u64,
     /// `PG_referenced` pages of a read file, by position.
-    pub referenced: RangeSet,
+    pub referenced: ExtentSet,
 }
 
 /// The reasons of `reclaim_throttle` (`enum vmscan_throttle_state`).
@@ -365,7 +365,7 @@ impl Kernel {
     pub(crate) fn lru_deactivate_positions(&mut self, ino: InodeId) {
         if let Some(l) = self.vmscan.lru.inodes.get_mut(&ino) {
             let a = l.active_pos.count();
-            l.active_pos = RangeSet::default();
+            l.active_pos = ExtentSet::default();
             l.active -= a.min(l.active);
             self.vm.nr_active_file -= a;
             self.vm.nr_inactive_file += a;
@@ -497,7 +497,8 @@ impl Kernel {
     /// PGDAT_DIRTY, calls `pageout`: XFS has no ->writepage (the page is
     /// activated), ext4's writepage redirties a delalloc page from
     /// PF_MEMALLOC context and reports success (`nr_vmscan_write`, the page
-    /// is kept). Returns the pages taken.
+    /// is kept; a page whose blocks are already allocated would be written,
+    /// which is not modelled). Returns the pages taken.
     fn shrink_inode_inactive(
         &mut self,
         ino: InodeId,
@@ -717,10 +718,12 @@ impl Kernel {
             let k = l.active.min(left);
             let mut pos = k;
             while pos > 0 {
-                let Some((_, n)) = l.active_pos.take_from(0, pos) else {
+                let Some(a) = l.active_pos.next_at_or_after(0) else {
                     break;
                 };
-                pos -= n;
+                let e = l.active_pos.run_end(a).expect("in the set").min(a + pos);
+                l.active_pos.remove(a, e);
+                pos -= e - a;
             }
             l.active -= k;
             left -= k;
@@ -1084,7 +1087,11 @@ mod tests {
         assert_eq!((k.vm.pgactivate, k.vm.nr_active_file), (0, 0));
         k.folio_mark_accessed(ino, 5, 20);
         assert_eq!((k.vm.pgactivate, k.vm.nr_active_file), (5, 5));
-        assert_eq!(k.vmscan.lru.inodes[&ino].active_pos.ranges(), &[(5, 10)]);
+        let ap = &k.vmscan.lru.inodes[&ino].active_pos;
+        assert_eq!(
+            (ap.count(), ap.next_at_or_after(0), ap.run_end(5)),
+            (5, Some(5), Some(10))
+        );
         // pages 0-4 and 10-19 are referenced; active ones stay active
         k.folio_mark_accessed(ino, 0, 20);
         assert_eq!(k.vm.nr_active_file, 20);
