@@ -4,7 +4,7 @@
 //! tracepoints and zoneinfo text are the kernel's.
 
 use wbsim::kernel::Kernel;
-use wbsim::mm::page_alloc::ZONE_MOVABLE;
+use wbsim::mm::page_alloc::{ZONE_DMA32, ZONE_MOVABLE};
 use wbsim::scenario::Scenario;
 use wbsim::trace::Tracer;
 
@@ -62,10 +62,11 @@ fn kswapd_keeps_free_memory_between_the_watermarks() {
     let v = &k.vm;
     assert!(v.pageoutrun > 0, "kswapd never ran");
     assert!(v.pgsteal_kswapd > 0 && v.pgscan_kswapd >= v.pgsteal_kswapd);
-    // kswapd does the bulk of it; a writer's batch between two throttle
-    // checks (up to ~1600 pages here) is allocated at once, and two of
-    // them can cross the LOW−MIN gap (2740 pages) before kswapd gets a
-    // CPU: then the writer reclaims for itself
+    // kswapd does the bulk of it; a writer's batch ends where it would
+    // cross LOW and wakes kswapd there, but under `fifo` kswapd then waits
+    // for a writer's slice to end while both writers copy at memory speed,
+    // and they can cross the LOW−MIN gap (2740 pages) first: then a
+    // writer reclaims for itself
     assert!(
         v.pgsteal_direct * 50 < v.pgsteal_kswapd,
         "direct {} vs kswapd {}",
@@ -176,4 +177,185 @@ fn kswapd_sleeps_once_balanced() {
         "nothing woke it again"
     );
     assert!(k.zones.pgdat_balanced(ZONE_MOVABLE));
+}
+
+/// A machine from a scenario's text, with its trace events on.
+fn kernel_of(toml: &str, sets: &[&str]) -> Kernel {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    let sc = Scenario::load_str(toml, "lru.toml", "lru", &sets).expect("scenario");
+    Kernel::new(sc.clone(), Tracer::new(&sc.trace.events))
+}
+
+/// One buffered sequential reader of a 3 GiB file on a 1 GiB machine.
+const READER: &str = r#"
+    [machine]
+    memory = "1G"
+    cpus = 2
+    [devices.sda]
+    type = "ssd"
+    size = "8G"
+    [filesystems.f]
+    device = "sda"
+    [jobs.fio]
+    type = "fio"
+    filesystem = "f"
+    cmdline = "--name=r --rw=read --bs=1m --size=3g --ioengine=psync"
+    [run]
+    duration = "20s"
+    warmup = "0s"
+    [trace]
+    events = ["mm_vmscan_kswapd_wake", "mm_vmscan_direct_reclaim_begin", "mm_vmscan_lru_shrink_inactive"]
+"#;
+
+/// kswapd keeps a streaming reader bigger than RAM going on its own: once
+/// it first ran, free memory stays above MIN (no allocation stalls) and
+/// never climbs much past HIGH; every page it scans is a clean inactive
+/// page it frees, read once (referenced, never activated).
+#[test]
+fn a_streaming_reader_keeps_free_memory_between_low_and_high() {
+    let mut k = kernel_of(READER, &[]);
+    // the 1 GiB machine's pages are DMA32's (DMA keeps its protection)
+    let z = &k.zones.z[ZONE_DMA32];
+    let (min, low, high) = (z.min(), z.low(), z.high());
+    let (mut lo, mut hi, mut n) = (u64::MAX, 0, 0u64);
+    let mut below_low = false;
+    while k.step() {
+        n += 1;
+        if k.vm.pageoutrun > 0 {
+            let free = k.zones.z[ZONE_DMA32].free;
+            lo = lo.min(free);
+            hi = hi.max(free);
+            below_low |= free < low;
+        }
+        if n.is_multiple_of(997) {
+            k.check_invariants().expect("invariants");
+        }
+    }
+    let v = &k.vm;
+    assert_eq!(v.pgpgin, 3 << 20, "the whole file was read");
+    assert!(v.pageoutrun > 10, "kswapd ran {} times", v.pageoutrun);
+    assert_eq!(v.allocstall.iter().sum::<u64>(), 0, "no direct reclaim");
+    assert!(lo > min, "free {lo} fell to MIN {min}");
+    assert!(below_low, "kswapd is woken below LOW {low}");
+    // a readahead window or a kswapd pass past HIGH, no more
+    assert!(hi < high + 2048, "free {hi} climbed far past HIGH {high}");
+    assert!(v.pgsteal_kswapd > 500_000);
+    assert_eq!(v.pgscan_kswapd, v.pgsteal_kswapd);
+    assert_eq!((v.pgactivate, v.nr_active_file), (0, 0));
+    let t = &k.tracer.buf;
+    assert!(t.contains(": mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned=32 nr_reclaimed=32 nr_dirty=0 nr_writeback=0 nr_congested=0 nr_immediate=0 nr_activate_anon=0 nr_activate_file=0 nr_ref_keep=0 nr_unmap_fail=0 priority="));
+    assert!(t.contains(" flags=RECLAIM_WB_FILE|RECLAIM_WB_ASYNC\n"));
+}
+
+/// A file read twice: the second read of each page activates it
+/// (`folio_mark_accessed`), and with no memory pressure it stays active.
+#[test]
+fn a_page_read_twice_becomes_active() {
+    let mut k = kernel_of(
+        READER,
+        &[
+            "jobs.fio.cmdline=--name=r --rw=read --bs=1m --size=256m --loops=2 --invalidate=0 --ioengine=psync",
+            "machine.memory=2G",
+        ],
+    );
+    while k.step() {}
+    k.check_invariants().expect("invariants");
+    let v = &k.vm;
+    assert_eq!(v.pageoutrun, 0);
+    assert_eq!(v.pgactivate, 65_536);
+    assert_eq!(v.nr_active_file, 65_536);
+    assert!(k.vm.render(0, 0).contains("\npgactivate 65536\n"));
+}
+
+/// A writer whose dirty pages fill memory (dirty limits above RAM) on a
+/// slow device: reclaim finds only dirty pages and pages under writeback
+/// at the tail. It tags them PG_reclaim and activates them
+/// (`nr_vmscan_immediate_reclaim`); each rotates to the tail when its
+/// writeback ends (`pgrotated`) and is reclaimed next; kswapd, meeting
+/// tagged pages still under writeback, sleeps on
+/// VMSCAN_THROTTLE_WRITEBACK (at most 100 ms, ended early by 32 written
+/// pages a sleeper); the flushers are woken with reason `vmscan`.
+const DIRTY: &str = r#"
+    [machine]
+    memory = "1G"
+    cpus = 2
+    [vm]
+    dirty_bytes = "900M"
+    dirty_background_bytes = "800M"
+    [devices.loop0]
+    type = "throttled"
+    write_bps = "20MiB/s"
+    [filesystems.f]
+    device = "loop0"
+    type = "xfs"
+    [jobs.dd]
+    numjobs = 1
+    bs = "1M"
+    [run]
+    duration = "20s"
+    warmup = "0s"
+    [trace]
+    events = ["mm_vmscan_throttled", "writeback_start"]
+"#;
+
+#[test]
+fn dirty_pages_at_the_tail_are_tagged_rotated_and_throttle_kswapd() {
+    let mut k = kernel_of(DIRTY, &[]);
+    run(&mut k);
+    let v = &k.vm;
+    assert!(v.nr_vmscan_immediate_reclaim > 0);
+    assert!(v.pgrotated > 10_000, "pgrotated {}", v.pgrotated);
+    assert!(v.pgactivate >= v.pgrotated);
+    // XFS has no ->writepage: reclaim never writes its pages
+    assert_eq!(v.nr_vmscan_write, 0);
+    assert!(v.pgsteal_kswapd >= v.pgrotated / 2);
+    let t = &k.tracer.buf;
+    let throttled: Vec<&str> = t
+        .lines()
+        .filter(|l| l.contains(": mm_vmscan_throttled: "))
+        .collect();
+    assert!(throttled.len() > 10, "{}", throttled.len());
+    for l in &throttled {
+        assert!(l.trim_start().starts_with("kswapd0-"), "{l}");
+        assert!(
+            l.contains("nid=0 usec_timeout=100000 usect_delayed=")
+                && l.ends_with(" reason=VMSCAN_THROTTLE_WRITEBACK"),
+            "{l}"
+        );
+        let d: u64 = l
+            .split("usect_delayed=")
+            .nth(1)
+            .and_then(|x| x.split(' ').next())
+            .and_then(|x| x.parse().ok())
+            .expect("a delay");
+        // the timeout, on the timer wheel's tick
+        assert!(d <= 104_000, "{l}");
+    }
+    assert!(
+        t.contains(" reason=vmscan "),
+        "the flushers woken by reclaim"
+    );
+    let vmstat = v.render(0, 0);
+    for c in [
+        "nr_vmscan_write 0\n",
+        "nr_vmscan_immediate_reclaim ",
+        "pgrotated ",
+        "pgrefill ",
+        "pgdeactivate ",
+    ] {
+        assert!(vmstat.contains(c), "{c} in {vmstat}");
+    }
+}
+
+/// Before 5.16 kswapd's throttle was `congestion_wait(BLK_RW_ASYNC,
+/// HZ/10)`: a plain 100 ms sleep, without the tracepoint.
+#[test]
+fn before_5_16_kswapd_waits_on_congestion() {
+    let mut k = kernel_of(DIRTY, &["kernel.features.reclaim_throttle=pre-5.16"]);
+    run(&mut k);
+    assert!(k.vm.nr_vmscan_immediate_reclaim > 0);
+    assert!(!k.tracer.buf.contains("mm_vmscan_throttled"));
+    // the older throttle policies default to it
+    let k = kernel_of(DIRTY, &["run.dirty_throttle=legacy"]);
+    assert!(!k.sc.features.reclaim_throttle_v5_16);
 }

@@ -33,6 +33,8 @@ use std::ops::ControlFlow;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WbReason {
     Background = 0,
+    /// `wakeup_flusher_threads(WB_REASON_VMSCAN)` from reclaim.
+    Vmscan = 1,
     Periodic = 3,
     /// `mem_cgroup_flush_foreign` (`cgroup_writeback_by_id`).
     ForeignFlush = 7,
@@ -42,6 +44,7 @@ impl WbReason {
     pub fn name(self) -> &'static str {
         match self {
             WbReason::Background => "background",
+            WbReason::Vmscan => "vmscan",
             WbReason::Periodic => "periodic",
             WbReason::ForeignFlush => "foreign_flush",
         }
@@ -420,7 +423,10 @@ impl Kernel {
             self.wbs[f.wb].writeback_running = true;
             f.wrote = 0;
         }
-        if !self.wbs[f.wb].work_list.is_empty() || matches!(f.at, FlusherAt::Work(_)) {
+        if !self.wbs[f.wb].work_list.is_empty()
+            || self.wbs[f.wb].start_all.is_some()
+            || matches!(f.at, FlusherAt::Work(_))
+        {
             f.wrote += self.wb_do_works(pid, f)?;
         }
         if !matches!(f.at, FlusherAt::BackgroundFlush(_)) {
@@ -441,7 +447,24 @@ impl Kernel {
                 FlusherAt::Work(w) => w,
                 _ => {
                     let Some((nr_pages, frn)) = self.wbs[f.wb].work_list.pop_front() else {
-                        return ControlFlow::Continue(wrote);
+                        // `wb_check_start_all`: write everything dirty
+                        let Some(reason) = self.wbs[f.wb].start_all.take() else {
+                            return ControlFlow::Continue(wrote);
+                        };
+                        let nr_pages = self.get_nr_dirty_pages();
+                        let w = self.wb_writeback_start(
+                            pid,
+                            WbWork {
+                                nr_pages,
+                                sync_all: false,
+                                for_kupdate: false,
+                                for_background: false,
+                                range_cyclic: true,
+                                reason,
+                            },
+                        );
+                        wrote += self.wb_writeback(pid, f, w, FlusherAt::Work)?;
+                        continue;
                     };
                     f.work_frn = Some(frn);
                     self.wb_writeback_start(
@@ -461,6 +484,20 @@ impl Kernel {
             if let Some(frn) = f.work_frn.take() {
                 self.foreign_flush_done(frn);
             }
+        }
+    }
+
+    /// `wakeup_flusher_threads(reason)` → `wb_start_writeback` on every wb
+    /// with dirty IO: a "write everything" request (`WB_start_all`), at
+    /// most one pending a wb.
+    pub fn wakeup_flusher_threads(&mut self, reason: WbReason) {
+        for wb in 0..self.wbs.len() {
+            let w = &mut self.wbs[wb];
+            if !w.lists_nonempty() || w.start_all.is_some() {
+                continue;
+            }
+            w.start_all = Some(reason);
+            self.wb_wakeup(wb);
         }
     }
 

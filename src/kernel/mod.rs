@@ -165,6 +165,8 @@ pub struct Task {
     /// Foreground writeback done by this task (legacy policy): calls and pages.
     pub legacy_writeback_calls: u64,
     pub legacy_pages_written: u64,
+    /// A reclaim throttle to sleep at the next step (mm/lru.rs).
+    pub reclaim_throttle: Option<Box<crate::mm::lru::TaskThrottle>>,
 }
 
 pub struct Kernel {
@@ -344,6 +346,7 @@ impl Kernel {
             dirties: Default::default(),
             legacy_writeback_calls: 0,
             legacy_pages_written: 0,
+            reclaim_throttle: None,
             wchar: 0,
             files_created: 0,
             owed_sys: 0,

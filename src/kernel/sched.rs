@@ -1106,6 +1106,12 @@ impl Kernel {
         if self.ended {
             return Action::Block;
         }
+        // a reclaim throttle (mm/lru.rs) is slept before the task goes on
+        if self.tasks[pid].reclaim_throttle.is_some() {
+            if let Some(a) = self.reclaim_throttle_step(pid) {
+                return a;
+            }
+        }
         // a dd writer's state is stepped in place (it is read at every
         // wakeup); the other bodies are taken and put back
         if let Some(super::Body::Dd(_)) = &self.tasks[pid].body {

@@ -102,6 +102,9 @@ pub struct Wb {
     /// `wb->work_list`: queued works, here only foreign flushes (pages,
     /// and the memcg record (cgroup, slot) to tell when it is done).
     pub work_list: VecDeque<(i64, (usize, usize))>,
+    /// `WB_start_all` with `start_all_reason`: a "write everything"
+    /// request (`wakeup_flusher_threads`) waiting for the flusher.
+    pub start_all: Option<crate::fs::fs_writeback::WbReason>,
 }
 
 impl Wb {
@@ -140,6 +143,7 @@ impl Wb {
             dwork_gen: 0,
             bw_dwork_pending: false,
             work_list: VecDeque::new(),
+            start_all: None,
         }
     }
 

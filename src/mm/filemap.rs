@@ -248,6 +248,9 @@ impl Kernel {
         if self.cg.enabled {
             self.memcg_start_writeback(ino, npages);
         }
+        if !self.vmscan.lru.inodes.is_empty() {
+            self.lru_start_writeback(ino, npages);
+        }
     }
 
     /// `__folio_end_writeback` for a run of pages: writeback → clean, count
@@ -269,6 +272,9 @@ impl Kernel {
         self.wb_domain_writeout_add(wb, npages);
         if self.cg.enabled {
             self.memcg_end_writeback(ino, npages);
+        }
+        if !self.vmscan.lru.inodes.is_empty() || self.vmscan.lru.nr_writeback_throttled > 0 {
+            self.lru_end_writeback(ino, npages);
         }
         if self.inodes[ino].nr_writeback == 0 {
             if !self.fsync_waiters.is_empty() {

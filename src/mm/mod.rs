@@ -2,10 +2,12 @@
 //! (`vmstat`), the bdi_writeback structure (`backing_dev`), dirty
 //! throttling (`page_writeback`) and what a hypervisor's free page reporting
 //! costs the guest's allocations (`page_reporting`), the zones and their
-//! watermarks (`page_alloc`), kswapd and direct reclaim (`vmscan`).
+//! watermarks (`page_alloc`), kswapd and direct reclaim (`vmscan`), the LRU
+//! lists and their scanning (`lru`).
 
 pub mod backing_dev;
 pub mod filemap;
+pub mod lru;
 pub mod memcontrol;
 pub mod page_alloc;
 pub mod page_reporting;

@@ -564,6 +564,19 @@ impl Kernel {
         false
     }
 
+    /// Pages the fast path can give before every zone is at LOW (plus its
+    /// protection).
+    pub fn page_alloc_fast_room(&self, gfp: Gfp) -> u64 {
+        let highest = gfp.zone();
+        self.zones
+            .zonelist(highest)
+            .map(|i| {
+                let z = &self.zones.z[i];
+                z.room_above(z.low(), highest)
+            })
+            .sum()
+    }
+
     /// `n` pages freed (reclaim, truncation): back to their zones.
     pub fn page_free(&mut self, n: u64) {
         self.zones.give_back(n);
@@ -572,7 +585,7 @@ impl Kernel {
 
     /// `wake_all_kswapds`: the node's kswapd, for the first zone of the
     /// zonelist.
-    fn wake_all_kswapds(&mut self, pid: Option<Pid>, highest: usize, gfp: Gfp) {
+    pub(crate) fn wake_all_kswapds(&mut self, pid: Option<Pid>, highest: usize, gfp: Gfp) {
         let first = self.zones.zonelist(highest).next();
         if let Some(z) = first {
             self.wakeup_kswapd(pid, z, highest, gfp);

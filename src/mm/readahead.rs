@@ -645,6 +645,11 @@ impl Kernel {
     /// file's clean pages that are not under read. (The kernel first starts
     /// writeback of the dirty ones, WB_SYNC_NONE; not modelled: they stay.)
     pub fn filemap_fadvise_dontneed(&mut self, ino: InodeId) {
+        if !self.ra.files.contains_key(&ino) {
+            return;
+        }
+        // active and inactive pages alike
+        self.lru_deactivate_positions(ino);
         let Some(f) = self.ra.files.get_mut(&ino) else {
             return;
         };
@@ -683,17 +688,29 @@ impl Kernel {
                 continue;
             };
             let e = f.present.run_end(a).expect("in the set");
-            // skip locked and dirty pages
-            let a2 = f.locked.run_end(a).or_else(|| dirty.run_end(a));
+            // skip locked, dirty and active pages (mm/lru.rs)
+            let lru = self.vmscan.lru.inodes.get(&ino);
+            let a2 = f
+                .locked
+                .run_end(a)
+                .or_else(|| dirty.run_end(a))
+                .or_else(|| lru.and_then(|l| l.active_pos.run_end(a)));
             if let Some(x) = a2 {
                 p = x;
                 continue;
             }
-            let stop = [f.locked.next_at_or_after(a), dirty.next_at_or_after(a)]
-                .into_iter()
-                .flatten()
-                .fold(e, u64::min)
-                .min(a + left);
+            let stop = [
+                f.locked.next_at_or_after(a),
+                dirty.next_at_or_after(a),
+                lru.and_then(|l| l.active_pos.next_at_or_after(a)),
+            ]
+            .into_iter()
+            .flatten()
+            .fold(e, u64::min)
+            .min(a + left);
+            if let Some(l) = self.vmscan.lru.inodes.get_mut(&ino) {
+                l.referenced.remove(a, stop);
+            }
             f.present.remove(a, stop);
             f.marks.retain(|m| !(a..stop).contains(m));
             left -= stop - a;

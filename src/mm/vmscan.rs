@@ -2,11 +2,9 @@
 //! `balance_pgdat`, `wakeup_kswapd`), direct reclaim (`try_to_free_pages`,
 //! `do_try_to_free_pages`) and what both call, `shrink_node`.
 //!
-//! `shrink_node` is a seam: it drops clean page-cache pages, inode by inode
-//! from where the last pass stopped (no LRU lists, no active/inactive
-//! balance, no dirty or writeback pages met at the tail, no shrinkers), and
-//! every page it looks at is one it frees (pgscan = pgsteal). The scan
-//! target per pass is the kernel's (`lru_size >> priority`), and each
+//! `shrink_node` scans the LRU lists (mm/lru.rs: `get_scan_count`,
+//! `shrink_inactive_list`, `shrink_active_list`, the node's flags and
+//! reclaim throttling); the shrinkers are a seam after the lists. Each
 //! page scanned costs `machine.cost.reclaim_per_page` of CPU in the task
 //! that reclaims.
 
@@ -38,6 +36,8 @@ pub struct Vmscan {
     pub kswapd_highest_zoneidx: Option<usize>,
     /// `pgdat->kswapd_failures`: balance_pgdat runs that reclaimed nothing.
     pub kswapd_failures: u32,
+    /// The LRU lists' state and the node's reclaim flags (mm/lru.rs).
+    pub lru: crate::mm::lru::Lru,
 }
 
 /// Where kswapd is in its loop.
@@ -64,67 +64,33 @@ pub struct KswapdState {
 }
 
 impl Kernel {
-    /// `shrink_node` as modelled: drop up to `want` clean page-cache pages,
-    /// from the inodes in order, oldest first, from where the last pass
-    /// stopped and round again; an unused inode whose last page goes is
-    /// evicted (`prune_icache_sb`). Returns the pages freed.
+    /// `shrink_node` for task `pid` at `priority`: the LRU lists
+    /// (`shrink_lruvec`, mm/lru.rs) toward `nr_to_reclaim`, then (a seam)
+    /// the shrinkers, then the node's flags and the reclaimer's throttle.
+    /// Any progress resets kswapd's failures.
     #[inline(never)]
-    fn shrink_node(&mut self, want: u64) -> u64 {
-        let mut want = want;
-        let mut freed = 0;
-        // evicted inodes had no pages: starting past them changes nothing
-        let (lo, hi) = (self.inodes.first_id(), self.inodes.end_id());
-        let mut i = self.vmscan.cursor.max(lo);
-        for _ in lo..hi {
-            if want == 0 {
-                break;
-            }
-            let inode = &self.inodes[i];
-            let clean = inode.nr_cached - inode.dirty.count() - inode.nr_writeback;
-            let mut take = clean.min(want);
-            // a file that is read knows its pages by position: reclaim
-            // takes clean ones that are not under read (mm/readahead.rs)
-            if take > 0 && !self.ra.files.is_empty() {
-                if let Some(f) = self.ra.files.get(&i) {
-                    let unlocked = clean.saturating_sub(f.locked.count());
-                    take = self.filemap_reclaim_tracked(i, take.min(unlocked));
-                }
-            }
-            if take > 0 {
-                self.inodes[i].nr_cached -= take;
-                self.vm.nr_file_pages -= take;
-                self.vm.nr_inactive_file -= take;
-                self.page_free(take);
-                self.page_freed_host(take);
-                want -= take;
-                freed += take;
-                self.inode_maybe_evict(i);
-            }
-            if want > 0 {
-                i = if i + 1 == hi { lo } else { i + 1 };
-            }
-        }
-        self.vmscan.cursor = i;
-        self.inodes.release_evicted();
-        if freed > 0 {
-            // any reclaim progress resets the failures (`shrink_node`)
+    fn shrink_node(
+        &mut self,
+        pid: Pid,
+        priority: u32,
+        nr_to_reclaim: u64,
+        kswapd: bool,
+    ) -> crate::mm::lru::ReclaimStat {
+        let st = self.shrink_lruvec(pid, priority, nr_to_reclaim, kswapd);
+        self.shrink_node_flags(pid, kswapd, &st);
+        if st.reclaimed > 0 {
             self.vmscan.kswapd_failures = 0;
         }
-        freed
-    }
-
-    /// The file LRU's scan target at `priority` (`get_scan_count` with no
-    /// anon to scan: `lru_size >> priority`).
-    fn scan_target(&self, priority: u32) -> u64 {
-        (self.vm.nr_inactive_file + self.vm.nr_active_file) >> priority
+        st
     }
 
     /// `try_to_free_pages` → `do_try_to_free_pages` for an allocation of
     /// task `pid` below MIN: count the stall, then shrink the node at
     /// falling priorities until SWAP_CLUSTER_MAX pages are reclaimed (at
     /// DEF_PRIORITY a global direct reclaimer scans its whole target:
-    /// `proportional_reclaim`). The CPU time goes to the task's next
-    /// burst. Returns the pages reclaimed.
+    /// `proportional_reclaim`), with `consider_reclaim_throttle` after each
+    /// pass. The CPU time (every page scanned on either list) goes to the
+    /// task's next burst. Returns the pages reclaimed.
     pub(crate) fn direct_reclaim(&mut self, pid: Pid, gfp: Gfp) -> u64 {
         self.vm.allocstall[gfp.zone()] += 1;
         if self.tracer.on.mm_vmscan_direct_reclaim_begin {
@@ -135,22 +101,17 @@ impl Kernel {
             );
         }
         let mut reclaimed = 0;
+        let mut work = 0;
         for priority in (0..=DEF_PRIORITY).rev() {
-            let target = self.scan_target(priority);
-            let want = if priority == DEF_PRIORITY {
-                target
-            } else {
-                // shrink_lruvec stops after the batch that reaches the goal
-                target.min((SWAP_CLUSTER_MAX - reclaimed).next_multiple_of(SWAP_CLUSTER_MAX))
-            };
-            reclaimed += self.shrink_node(want);
+            let st = self.shrink_node(pid, priority, SWAP_CLUSTER_MAX, false);
+            reclaimed += st.reclaimed;
+            work += st.scanned + st.refill;
+            self.consider_reclaim_throttle(pid, priority, reclaimed, st.scanned);
             if reclaimed >= SWAP_CLUSTER_MAX {
                 break;
             }
         }
-        self.vm.pgscan_direct += reclaimed;
-        self.vm.pgsteal_direct += reclaimed;
-        self.tasks[pid].owed_sys += reclaimed * self.sc.machine.cost.reclaim_per_page;
+        self.tasks[pid].owed_sys += work * self.sc.machine.cost.reclaim_per_page;
         if self.tracer.on.mm_vmscan_direct_reclaim_end {
             self.trace_line(
                 pid,
@@ -207,9 +168,17 @@ impl Kernel {
         self.wake_up_process(k);
     }
 
-    /// `prepare_kswapd_sleep`: hopeless, or balanced.
-    fn prepare_kswapd_sleep(&self, idx: usize) -> bool {
-        self.vmscan.kswapd_failures >= MAX_RECLAIM_RETRIES || self.zones.pgdat_balanced(idx)
+    /// `prepare_kswapd_sleep`: hopeless, or balanced (then the node's
+    /// reclaim flags are cleared: `clear_pgdat_congested`).
+    fn prepare_kswapd_sleep(&mut self, idx: usize) -> bool {
+        if self.vmscan.kswapd_failures >= MAX_RECLAIM_RETRIES {
+            return true;
+        }
+        let balanced = self.zones.pgdat_balanced(idx);
+        if balanced {
+            self.clear_pgdat_congested();
+        }
+        balanced
     }
 
     /// One step of kswapd (`kswapd`, `kswapd_try_to_sleep`,
@@ -298,17 +267,14 @@ impl Kernel {
             .zonelist(st.idx)
             .map(|i| self.zones.z[i].high().max(SWAP_CLUSTER_MAX))
             .sum();
-        let want = self.scan_target(st.priority).min(nr_to_reclaim);
-        let got = self.shrink_node(want);
-        let scanned = got;
-        self.vm.pgscan_kswapd += scanned;
-        self.vm.pgsteal_kswapd += got;
-        st.nr_reclaimed += got;
-        if scanned < nr_to_reclaim || got == 0 {
+        let pid = self.vmscan.kswapd.expect("kswapd runs");
+        let r = self.shrink_node(pid, st.priority, nr_to_reclaim, true);
+        st.nr_reclaimed += r.reclaimed;
+        if r.scanned < nr_to_reclaim || r.reclaimed == 0 {
             st.priority -= 1;
         }
         // a pass that found nothing still costs its walk
-        let cost = scanned.max(1) * self.sc.machine.cost.reclaim_per_page;
+        let cost = (r.scanned + r.refill).max(1) * self.sc.machine.cost.reclaim_per_page;
         Some(cost)
     }
 }

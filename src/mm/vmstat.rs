@@ -34,6 +34,29 @@ pub struct VmStat {
     pub kswapd_low_wmark_hit_quickly: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub kswapd_high_wmark_hit_quickly: u64,
+    /// Anonymous pages on the inactive list (of `nr_anon_pages`; the
+    /// boot's anonymous memory and the loop worker's shmem pages are
+    /// counted active, a workload's working set inactive, as 6.1 adds new
+    /// anonymous pages).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub nr_inactive_anon: u64,
+    /// Pages moved to the active list, back to the inactive one, scanned
+    /// on the active list, and rotated to the inactive tail at writeback
+    /// end (mm/lru.rs).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pgactivate: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pgdeactivate: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pgrefill: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub pgrotated: u64,
+    /// Pages reclaim passed to ->writepage, and dirty pages it tagged
+    /// PG_reclaim instead.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub nr_vmscan_write: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub nr_vmscan_immediate_reclaim: u64,
     /// KiB read from block devices (`pgpgin`).
     #[serde(skip_serializing_if = "is_zero")]
     pub pgpgin: u64,
@@ -59,14 +82,22 @@ impl VmStat {
             s.push('\n');
         };
         put("nr_free_pages", self.nr_free_pages);
-        put("nr_inactive_anon", 0);
-        put("nr_active_anon", self.nr_anon_pages);
+        put("nr_inactive_anon", self.nr_inactive_anon);
+        put("nr_active_anon", self.nr_anon_pages - self.nr_inactive_anon);
         put("nr_inactive_file", self.nr_inactive_file);
         put("nr_active_file", self.nr_active_file);
         put("nr_anon_pages", self.nr_anon_pages);
         put("nr_file_pages", self.nr_file_pages);
         put("nr_dirty", self.nr_dirty);
         put("nr_writeback", self.nr_writeback);
+        let reclaimed = self.pageoutrun > 0 || self.allocstall.iter().any(|&v| v > 0);
+        if reclaimed {
+            put("nr_vmscan_write", self.nr_vmscan_write);
+            put(
+                "nr_vmscan_immediate_reclaim",
+                self.nr_vmscan_immediate_reclaim,
+            );
+        }
         put("nr_dirtied", self.nr_dirtied);
         put("nr_written", self.nr_written);
         // printed once something was read, so write-only runs' files stay
@@ -76,11 +107,19 @@ impl VmStat {
         }
         put("nr_dirty_threshold", thresh);
         put("nr_dirty_background_threshold", bg_thresh);
+        // second reads activate pages without reclaim
+        if reclaimed || self.pgactivate > 0 {
+            put("pgactivate", self.pgactivate);
+            put("pgdeactivate", self.pgdeactivate);
+        }
+        if reclaimed {
+            put("pgrefill", self.pgrefill);
+        }
         put("pgsteal_kswapd", self.pgsteal_kswapd);
         put("pgsteal_direct", self.pgsteal_direct);
         // reclaim's counters, once kswapd or direct reclaim ran (runs
         // that never reclaim keep the file as it was), in /proc/vmstat's order
-        if self.pageoutrun > 0 || self.allocstall.iter().any(|&v| v > 0) {
+        if reclaimed {
             put("pgscan_kswapd", self.pgscan_kswapd);
             put("pgscan_direct", self.pgscan_direct);
             for (i, z) in ["dma", "dma32", "normal", "movable", "device"]
@@ -98,6 +137,7 @@ impl VmStat {
                 "kswapd_high_wmark_hit_quickly",
                 self.kswapd_high_wmark_hit_quickly,
             );
+            put("pgrotated", self.pgrotated);
         }
         s
     }

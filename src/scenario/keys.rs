@@ -207,6 +207,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("kernel.features.large_folios", "true (io-less), false (older)", ALL, "false", "large page-cache folios (6.x): the default `max_folio` is 2M, else one page"),
     k("kernel.features.wbt", "true (io-less), false (older)", ALL, "false", "writeback throttling (4.10): the default `queue.wbt_lat_usec` is the kernel's, else 0"),
     k("kernel.features.blk_throttle", "6.18 (io-less), pre-6.18 (older)", ALL, "\"pre-6.18\"", "`6.18`: REQ_META is charged, never queued, and slices trim two at a time; `pre-6.18`: as before"),
+    k("kernel.features.reclaim_throttle", "5.16 (io-less), pre-5.16 (older)", ALL, "\"pre-5.16\"", "reclaim's throttle: `5.16` (`reclaim_throttle`) or `pre-5.16` (kswapd's `congestion_wait`, 100 ms)"),
     k("kernel.features.bw_dwork", "true (io-less), false (older)", ALL, "false", "`wb->bw_dwork` (5.14): update the bandwidth estimate after an inode's last writeback completes"),
     k("kernel.features.wb_bandwidth", "6.x (io-less), 3.2 (older)", ALL, "\"3.2\"", "the flusher's bandwidth updates: `6.x` (after max_pause, estimate restarts) or `3.2`"),
     k("kernel.features.requeue_expiry", "6.10 (io-less), pre-6.10 (older)", ALL, "\"pre-6.10\"", "`requeue_inode`: `6.10` sends a young inode back to b_dirty, so kupdate writes one chunk of it; `pre-6.10`: all of it"),

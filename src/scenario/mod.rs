@@ -370,6 +370,12 @@ pub struct Features {
     /// writeback non-expired inode in kupdate writeback"): kupdate then
     /// writes one chunk of a young inode, not the whole of it.
     pub requeue_expiry_v6_10: bool,
+    /// Reclaim throttling as 5.16+ does it (`reclaim_throttle`: kswapd
+    /// waits for tagged pages' writeback, direct reclaimers a jiffy while
+    /// congested or without progress); false: `congestion_wait` (kswapd's
+    /// fixed 100 ms, and direct reclaimers' `wait_iff_congested`, which
+    /// with blk-mq never sleeps).
+    pub reclaim_throttle_v5_16: bool,
 }
 
 impl Features {
@@ -388,6 +394,7 @@ impl Features {
             flusher_plug: v6,
             plug_merge_any: false,
             requeue_expiry_v6_10: v6,
+            reclaim_throttle_v5_16: v6,
         }
     }
 }
@@ -477,6 +484,8 @@ pub const TRACE_EVENTS: &[&str] = &[
     "mm_vmscan_wakeup_kswapd",
     "mm_vmscan_direct_reclaim_begin",
     "mm_vmscan_direct_reclaim_end",
+    "mm_vmscan_lru_shrink_inactive",
+    "mm_vmscan_throttled",
     "bcache_write",
     "bcache_bypass_sequential",
     "bcache_bypass_congested",
@@ -1799,6 +1808,13 @@ fn read_features(r: &mut Reader, policy: ThrottlePolicy) -> Result<Features, Sce
         "6.10",
         "pre-6.10",
         &mut f.requeue_expiry_v6_10,
+    )?;
+    version(
+        r,
+        "reclaim_throttle",
+        "5.16",
+        "pre-5.16",
+        &mut f.reclaim_throttle_v5_16,
     )?;
     version(r, "dirty_limits", "6.x", "3.x", &mut f.dirty_limits_v6)?;
     version(

@@ -8,9 +8,16 @@
 //! enter `balance_dirty_pages`, so a batch is one event, not one per page.
 
 use crate::kernel::{Action, InodeId, Kernel, Pid};
+use crate::mm::page_alloc::Gfp;
 use crate::scenario::raw::{err, ScenarioError};
 use crate::scenario::{Job, JobKind, Reader};
 use crate::sim::Ns;
+
+/// Below LOW a writer's batch is at most this many pages (1 MiB of 4 KiB
+/// pages; a model granularity, not a kernel constant), so that its
+/// allocations interleave with kswapd's reclaim, as they do when the
+/// kernel allocates page by page.
+const DD_LOW_CHUNK: u64 = 256;
 
 /// The keys of a dd job: `numjobs` writers, each writing `bs`-byte blocks
 /// (`size` bytes, or until `runtime` or the end of the run).
@@ -230,13 +237,35 @@ impl Kernel {
                     if limit != u64::MAX {
                         units = units.min(per_unit_ceil(limit - pos, unit_pages));
                     }
-                    let pages = units * unit_pages;
+                    let mut pages = units * unit_pages;
+                    // pages past the end of the file's cache are allocated
+                    let mut new_pages = self.inodes[ino].pages_past_span(pos, pages);
+                    // The kernel allocates each page as the copy reaches
+                    // it, and the first one below LOW wakes kswapd, which
+                    // reclaims while the copy goes on. A batch's pages are
+                    // allocated when it ends: a batch that would take free
+                    // memory below LOW ends at LOW (whole units), and one
+                    // that starts there wakes kswapd as it starts, and is
+                    // at most DD_LOW_CHUNK pages.
+                    if new_pages > 0 && !self.page_alloc_fast_ok(new_pages, Gfp::PageCacheWrite) {
+                        let room = self.page_alloc_fast_room(Gfp::PageCacheWrite);
+                        let fit = per_unit(room, unit_pages);
+                        let cap = if fit > 0 {
+                            fit
+                        } else {
+                            let g = Gfp::PageCacheWrite;
+                            self.wake_all_kswapds(Some(pid), g.zone(), g);
+                            per_unit_ceil(DD_LOW_CHUNK, unit_pages).max(1)
+                        };
+                        if cap < units {
+                            pages = cap * unit_pages;
+                            new_pages = self.inodes[ino].pages_past_span(pos, pages);
+                        }
+                    }
                     // write() calls that start inside this batch
                     let first = per_unit_ceil(pos, bs_pages);
                     let last = per_unit_ceil(pos + pages, bs_pages);
                     let syscalls = last - first;
-                    // pages past the end of the file's cache are allocated
-                    let new_pages = self.inodes[ino].pages_past_span(pos, pages);
                     let host = self.page_alloc_host_cost(new_pages);
                     let c = &self.sc.machine.cost;
                     let kib = pages * self.page_size() / 1024;

@@ -1090,6 +1090,12 @@ impl Kernel {
                         self.tasks[pid].owed_sys += sys;
                     }
                     if !tag_wait && self.filemap_read_ready(pid, ino, p0, p1) {
+                        // filemap_read marks the pages accessed, the first
+                        // only if the last read did not end in it
+                        let same = t.ra[io.file]
+                            .prev_pos
+                            .is_some_and(|pp| pp > 0 && (pp - 1) / ps == p0);
+                        self.folio_mark_accessed(ino, p0 + u64::from(same), p1);
                         t.ra[io.file].prev_pos = Some(io.off + io.bytes);
                         let kib = io.bytes.div_ceil(1024);
                         t.stage = Stage::ReadCopy(io);

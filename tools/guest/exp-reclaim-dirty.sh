@@ -1,0 +1,45 @@
+#!/bin/sh
+# Reclaim meeting dirty pages: one buffered writer on ext4 on the throttled
+# "slow" disk with dirty limits above what memory holds (a tmpfs hog takes
+# part of it), so that reclaim finds dirty and writeback pages at the LRU
+# tail. Samples /proc/vmstat once a second and counts mm_vmscan_throttled
+# and vmscan-reason flusher starts, for comparison with wbsim.
+# Run inside the guest rig (MEM=1024, SLOW_BPS=10485760) as its GSCRIPT.
+# Knobs: hogmb= (200), ddmb= (1000), dirtymb= (700), bgmb= (600).
+OUT=/mnt/host/out
+HOGMB=200; DDMB=1000; DIRTYMB=700; BGMB=600
+for w in $(cat /proc/cmdline); do case "$w" in
+  hogmb=*) HOGMB=${w#hogmb=};; ddmb=*) DDMB=${w#ddmb=};;
+  dirtymb=*) DIRTYMB=${w#dirtymb=};; bgmb=*) BGMB=${w#bgmb=};; esac; done
+dev_by_serial() { for d in /sys/block/vd*; do [ "$(cat $d/serial 2>/dev/null)" = "$1" ] && echo /dev/${d##*/}; done; }
+SLOW=$(dev_by_serial slow)
+up() { cut -d' ' -f1 /proc/uptime; }
+mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0,nodiscard -J size=64 $SLOW
+mkdir -p /mnt/slow && mount -o noatime $SLOW /mnt/slow
+mkdir -p /tmp/hog && mount -t tmpfs -o size=$((HOGMB + 16))m tmpfs /tmp/hog
+gdd if=/dev/zero of=/tmp/hog/x bs=1M count=$HOGMB 2>&1 | tail -1
+echo $((DIRTYMB*1024*1024)) > /proc/sys/vm/dirty_bytes
+echo $((BGMB*1024*1024)) > /proc/sys/vm/dirty_background_bytes
+sync; echo 3 > /proc/sys/vm/drop_caches
+TR=/sys/kernel/tracing
+echo 65536 > $TR/buffer_size_kb
+echo 1 > $TR/events/vmscan/mm_vmscan_throttled/enable
+echo 1 > $TR/events/writeback/writeback_start/enable
+echo > $TR/trace
+cat /proc/vmstat > $OUT/dirty.vmstat.before
+sampler() {
+  while [ -f /tmp/sampling ]; do
+    echo "S t=$(up) $(awk '/^(nr_free_pages|nr_dirty|nr_writeback|nr_inactive_file|nr_active_file|pgscan_kswapd|pgscan_direct|pgsteal_kswapd|pgsteal_direct|allocstall_movable|pageoutrun|pgactivate|pgdeactivate|pgrotated|nr_vmscan_write|nr_vmscan_immediate_reclaim|kswapd_low_wmark_hit_quickly|kswapd_high_wmark_hit_quickly) /{printf "%s=%s ", $1, $2}' /proc/vmstat)"
+    sleep 1
+  done
+}
+touch /tmp/sampling; sampler > $OUT/dirty.samples & SP=$!
+T0=$(up)
+gdd if=/dev/zero of=/mnt/slow/f bs=1M count=$DDMB 2>&1 | tail -1
+T1=$(up)
+rm -f /tmp/sampling; wait $SP
+echo "wrote from $T0 to $T1"
+cat /proc/vmstat > $OUT/dirty.vmstat.after
+cp $TR/trace $OUT/dirty.trace
+echo "throttled: $(grep -c mm_vmscan_throttled $TR/trace) vmscan starts: $(grep -c 'reason=vmscan' $TR/trace)"
+echo done
