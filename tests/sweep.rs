@@ -182,3 +182,23 @@ fn bad_plans_and_points_exit_2_naming_where() {
     assert_eq!(o.status.code(), Some(2));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn the_example_plans_load_with_every_point() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/sweeps");
+    let mut n = 0;
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let p = e.unwrap().path();
+        let plan = wbsim::sweep::Plan::load(&p).unwrap();
+        for pt in plan.points() {
+            if let Err(e) = pt.load(&plan) {
+                panic!("{}: point {}: {e}", p.display(), pt.index);
+            }
+        }
+        n += 1;
+    }
+    assert!(n >= 1);
+    let pl = dir.join("dirty-bytes.toml");
+    let o = wbsim(&["sweep", s(&pl), "--count"]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "60");
+}

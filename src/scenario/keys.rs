@@ -640,7 +640,8 @@ at = "10s"
     fn examples(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
         for e in std::fs::read_dir(dir).expect("examples/") {
             let p = e.expect("entry").path();
-            if p.is_dir() {
+            // examples/sweeps holds sweep plans, not scenarios
+            if p.is_dir() && !p.ends_with("sweeps") {
                 examples(&p, out);
             } else if p.extension().is_some_and(|x| x == "toml") {
                 out.push(p);
