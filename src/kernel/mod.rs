@@ -528,10 +528,11 @@ impl Kernel {
         let ps = self.page_size();
         let total = self.sc.machine.memory / ps;
         let vm = &self.vm;
-        if vm.nr_free_pages + vm.nr_file_pages + vm.nr_anon_pages != total {
+        if vm.nr_free_pages + vm.nr_file_pages + vm.nr_anon_pages + vm.nr_slab_reclaimable != total
+        {
             return Err(format!(
-                "free {} + file {} + anon {} != total {}",
-                vm.nr_free_pages, vm.nr_file_pages, vm.nr_anon_pages, total
+                "free {} + file {} + anon {} + slab {} != total {}",
+                vm.nr_free_pages, vm.nr_file_pages, vm.nr_anon_pages, vm.nr_slab_reclaimable, total
             ));
         }
         if self.zones.nr_free_pages() != vm.nr_free_pages {

@@ -2,7 +2,7 @@
 //! (`vmstat`), the bdi_writeback structure (`backing_dev`), dirty
 //! throttling (`page_writeback`) and what a hypervisor's free page reporting
 //! costs the guest's allocations (`page_reporting`), the zones and their
-//! watermarks (`page_alloc`), kswapd and direct reclaim (`vmscan`).
+//! watermarks (`page_alloc`), kswapd and direct reclaim (`vmscan`), the shrinkers (`shrinker`).
 
 pub mod backing_dev;
 pub mod filemap;
@@ -13,5 +13,6 @@ pub mod page_writeback;
 pub mod page_writeback_legacy;
 pub mod page_writeback_v3_2;
 pub mod readahead;
+pub mod shrinker;
 pub mod vmscan;
 pub mod vmstat;

@@ -498,6 +498,8 @@ pub enum Gfp {
     PageCacheRead,
     /// An anonymous or shmem page (GFP_HIGHUSER_MOVABLE).
     Anon,
+    /// A slab page of the dentry or inode caches (GFP_KERNEL).
+    Kernel,
 }
 
 impl Gfp {
@@ -506,11 +508,22 @@ impl Gfp {
             Gfp::PageCacheWrite => "GFP_HIGHUSER_MOVABLE|__GFP_WRITE",
             Gfp::PageCacheRead => "GFP_HIGHUSER_MOVABLE|__GFP_NOWARN|__GFP_NORETRY",
             Gfp::Anon => "GFP_HIGHUSER_MOVABLE",
+            Gfp::Kernel => "GFP_KERNEL",
         }
     }
-    /// `gfp_zone`: every one of them is __GFP_HIGHMEM|__GFP_MOVABLE.
+    /// `__GFP_FS`: may the allocation's reclaim enter the filesystem (the
+    /// superblock shrinker)? Page-cache pages are taken as XFS's mapping
+    /// gives them, without it (`xfs_setup_inode` masks `__GFP_FS` off);
+    /// ext4's keep it in the kernel, which the model does not tell apart.
+    pub fn fs(self) -> bool {
+        matches!(self, Gfp::Anon | Gfp::Kernel)
+    }
+    /// `gfp_zone`: __GFP_HIGHMEM|__GFP_MOVABLE but for GFP_KERNEL's.
     pub fn zone(self) -> usize {
-        ZONE_MOVABLE
+        match self {
+            Gfp::Kernel => ZONE_NORMAL,
+            _ => ZONE_MOVABLE,
+        }
     }
 }
 

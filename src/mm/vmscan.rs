@@ -38,6 +38,25 @@ pub struct Vmscan {
     pub kswapd_highest_zoneidx: Option<usize>,
     /// `pgdat->kswapd_failures`: balance_pgdat runs that reclaimed nothing.
     pub kswapd_failures: u32,
+    /// Tasks asleep in a shrinker (≤ 5.8 XFS inode reclaim), with what
+    /// they do when woken (fs/xfs_icache.rs).
+    pub shrink_waits: std::collections::BTreeMap<
+        Pid,
+        std::collections::VecDeque<crate::fs::xfs_icache::XfsReclaimWait>,
+    >,
+    /// The reclaiming task that can sleep in a shrinker (kswapd, or a
+    /// workload task that resumes its allocation when woken); other
+    /// reclaimers never sleep there.
+    pub may_sleep: Option<Pid>,
+}
+
+/// Who runs a `shrink_node` pass (`struct scan_control`'s part the
+/// shrinkers read).
+#[derive(Clone, Copy, Debug)]
+pub struct ScanControl {
+    pub pid: Pid,
+    pub priority: u32,
+    pub gfp: Gfp,
 }
 
 /// Where kswapd is in its loop.
@@ -69,7 +88,8 @@ impl Kernel {
     /// stopped and round again; an unused inode whose last page goes is
     /// evicted (`prune_icache_sb`). Returns the pages freed.
     #[inline(never)]
-    fn shrink_node(&mut self, want: u64) -> u64 {
+    fn shrink_node(&mut self, want: u64, sc: ScanControl) -> u64 {
+        let lru_pages = self.vm.nr_inactive_file + self.vm.nr_active_file;
         let mut want = want;
         let mut freed = 0;
         // evicted inodes had no pages: starting past them changes nothing
@@ -106,6 +126,14 @@ impl Kernel {
         }
         self.vmscan.cursor = i;
         self.inodes.release_evicted();
+        // shrink_node_memcgs: the root memcg's shrinkers after its LRUs
+        let ctl = crate::mm::shrinker::ShrinkCtl {
+            priority: sc.priority,
+            nr_scanned: freed,
+            nr_eligible: lru_pages,
+            gfp: sc.gfp,
+        };
+        self.shrink_slab(sc.pid, &ctl);
         if freed > 0 {
             // any reclaim progress resets the failures (`shrink_node`)
             self.vmscan.kswapd_failures = 0;
@@ -143,7 +171,12 @@ impl Kernel {
                 // shrink_lruvec stops after the batch that reaches the goal
                 target.min((SWAP_CLUSTER_MAX - reclaimed).next_multiple_of(SWAP_CLUSTER_MAX))
             };
-            reclaimed += self.shrink_node(want);
+            let sc = ScanControl { pid, priority, gfp };
+            reclaimed += self.shrink_node(want, sc);
+            if self.vmscan.shrink_waits.contains_key(&pid) {
+                // asleep in a shrinker: the pass ends there
+                break;
+            }
             if reclaimed >= SWAP_CLUSTER_MAX {
                 break;
             }
@@ -241,7 +274,18 @@ impl Kernel {
                     self.balance_pgdat_start(pid, st);
                 }
                 KswapdPhase::Balance => {
-                    if let Some(cost) = self.balance_pgdat_pass(st) {
+                    if self.vmscan.shrink_waits.contains_key(&pid) {
+                        // woken in a shrinker (≤ 5.8 XFS inode reclaim)
+                        if self.xfs_reclaim_resume(pid) {
+                            return Action::Block;
+                        }
+                    }
+                    if let Some(cost) = self.balance_pgdat_pass(pid, st) {
+                        if self.vmscan.shrink_waits.contains_key(&pid) {
+                            // the pass's CPU time was spent before it slept
+                            self.tasks[pid].owed_sys += cost;
+                            return Action::Block;
+                        }
                         return Action::Cpu { user: 0, sys: cost };
                     }
                     // balance_pgdat returned: kswapd_try_to_sleep
@@ -283,7 +327,7 @@ impl Kernel {
     /// `nr_to_reclaim` (Σ max(HIGH, SWAP_CLUSTER_MAX) of the eligible
     /// zones, `kswapd_shrink_node`), lower the priority if the pass scanned
     /// less than that or reclaimed nothing, and return the pass's CPU time.
-    fn balance_pgdat_pass(&mut self, st: &mut KswapdState) -> Option<Ns> {
+    fn balance_pgdat_pass(&mut self, pid: Pid, st: &mut KswapdState) -> Option<Ns> {
         if self.zones.pgdat_balanced(st.idx) {
             return None;
         }
@@ -299,7 +343,14 @@ impl Kernel {
             .map(|i| self.zones.z[i].high().max(SWAP_CLUSTER_MAX))
             .sum();
         let want = self.scan_target(st.priority).min(nr_to_reclaim);
-        let got = self.shrink_node(want);
+        let sc = ScanControl {
+            pid,
+            priority: st.priority,
+            gfp: Gfp::Kernel,
+        };
+        self.vmscan.may_sleep = Some(pid);
+        let got = self.shrink_node(want, sc);
+        self.vmscan.may_sleep = None;
         let scanned = got;
         self.vm.pgscan_kswapd += scanned;
         self.vm.pgsteal_kswapd += got;

@@ -100,6 +100,8 @@ pub const KEYS: &[KeyDoc] = &[
     k("vm.dirty_writeback_centisecs", "500", ALL, "500", "sysctl (0 disables periodic writeback)"),
     k("vm.min_free_kbytes", "the kernel's (sqrt(16 × lowmem KiB), THP's raise)", ALL, "67584", "sysctl written after boot: MIN watermarks' total in KiB"),
     k("vm.watermark_scale_factor", "10", ALL, "100", "sysctl (1..3000): the LOW−MIN and HIGH−LOW gaps in 1/10000 of a zone (at least MIN/4)"),
+    k("vm.vfs_cache_pressure", "100", ALL, "200", "sysctl: the superblock shrinkers report their dentries, inodes and XFS reclaimable inodes scaled by this percent"),
+    k("vm.shrinker_arith", "priority", ALL, "\"lru-ratio\"", "`do_shrink_slab`'s arithmetic: `priority` (4.16+: freeable >> priority) or `lru-ratio` (≤ 4.15: LRU pages scanned over the LRU's size)"),
     k("vm.lowmem_reserve_ratio", "\"256 256 32 0 0\"", ALL, "\"256 256 32 0 0\"", "sysctl: per lower zone, the ratio of higher zones' pages it keeps back (zoneinfo's protection)"),
     // devices
     k("devices.NAME.type", "required", ALL, "\"ssd\"", "`loop` (a loop device over a store that completes at once), `throttled` (a loop device with a write cap), `disk`, `ssd`, `hdd`, `raid0` or `bcache`"),
@@ -169,6 +171,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("filesystems.NAME.device", "required", ALL, "\"loop0\"", "the device it is on"),
     k("filesystems.NAME.agcount", "4", ALL, "8", "allocation groups: each fs_mark directory allocates from its own"),
     k("filesystems.NAME.metadata", "true", ALL, "false", "model the metadata IO: ext4's jbd2 journal and in-place writes, XFS's log and xfsaild"),
+    k("filesystems.NAME.inode_reclaim", "non-blocking", Some("xfs"), "\"sync-wait\"", "XFS's inode cache shrinker: `non-blocking` (5.9+: dirty inodes skipped, xfsaild cleans them) or `sync-wait` (≤ 5.8: per-AG reclaim lock, synchronous flush of dirty inodes, the reclaimer in D state)"),
     k("filesystems.NAME.commit", "5s", EXT4, "\"10s\"", "ext4's `commit=` mount option (at least 1s)"),
     k("filesystems.NAME.journal_size", "mke2fs's default (128M for 16G, 1G from 128G)", EXT4, "\"64M\"", "journal size (4M up to a quarter of the device)"),
     k("filesystems.NAME.max_folio", "2M (io-less), 4k (older policies)", ALL, "\"4k\"", "largest page-cache folio a write creates: the throttle is checked once per min(bs, max_folio)"),

@@ -173,6 +173,10 @@ pub struct Vm {
     pub dirty_background_bytes: u64,
     pub dirty_expire_centisecs: u64,
     pub dirty_writeback_centisecs: u64,
+    /// `vm.vfs_cache_pressure`: the superblock shrinkers' counts in percent.
+    pub vfs_cache_pressure: u64,
+    /// `vm.shrinker_arith`: `do_shrink_slab`'s arithmetic (4.16+ or ≤ 4.15).
+    pub shrinker_arith: crate::mm::shrinker::ShrinkerArith,
 }
 
 impl Default for Vm {
@@ -184,6 +188,8 @@ impl Default for Vm {
             dirty_background_bytes: 0,
             dirty_expire_centisecs: 3000,
             dirty_writeback_centisecs: 500,
+            vfs_cache_pressure: 100,
+            shrinker_arith: Default::default(),
         }
     }
 }
@@ -278,6 +284,8 @@ pub struct Filesystem {
     /// The journal's size in bytes (mke2fs's default by filesystem size
     /// unless given).
     pub journal_size: u64,
+    /// XFS: the inode cache shrinker's form (fs/xfs_icache.rs).
+    pub inode_reclaim: crate::fs::xfs_icache::InodeReclaim,
 }
 
 #[derive(Clone, Debug)]
@@ -471,6 +479,8 @@ pub const TRACE_EVENTS: &[&str] = &[
     "mm_vmscan_wakeup_kswapd",
     "mm_vmscan_direct_reclaim_begin",
     "mm_vmscan_direct_reclaim_end",
+    "mm_shrink_slab_start",
+    "mm_shrink_slab_end",
     "bcache_write",
     "bcache_bypass_sequential",
     "bcache_bypass_congested",
@@ -928,6 +938,12 @@ fn read_vm(r: &mut Reader, page_size: u64) -> Result<Vm, ScenarioError> {
     if let Some((v, _)) = r.uint("vm.dirty_writeback_centisecs", 0, i32::MAX as u64)? {
         vm.dirty_writeback_centisecs = v;
     }
+    if let Some((v, _)) = r.uint("vm.vfs_cache_pressure", 0, i32::MAX as u64)? {
+        vm.vfs_cache_pressure = v;
+    }
+    if let Some((v, _)) = r.choice("vm.shrinker_arith", &["priority", "lru-ratio"])? {
+        vm.shrinker_arith = crate::mm::shrinker::ShrinkerArith::parse(&v).unwrap_or_default();
+    }
     Ok(vm)
 }
 
@@ -1250,6 +1266,13 @@ fn read_filesystems(
             .map(|x| x.0 as u32)
             .unwrap_or(4);
         let metadata = r.boolean(&p("metadata"), false)?.unwrap_or(true);
+        let inode_reclaim = match r.choice(&p("inode_reclaim"), &["sync-wait", "non-blocking"])? {
+            Some((_, e)) if kind != FsKind::Xfs => {
+                return err(&e.origin, "`inode_reclaim` is an xfs option (XFS's inode cache shrinker); an ext4 filesystem does not take it".to_string());
+            }
+            Some((v, _)) => crate::fs::xfs_icache::InodeReclaim::parse(&v).unwrap_or_default(),
+            None => Default::default(),
+        };
         // the filesystem's own mount and mkfs options
         let fs_bytes = devices[device].size;
         let (commit_interval, journal_size) = match kind {
@@ -1265,6 +1288,7 @@ fn read_filesystems(
             metadata,
             commit_interval,
             journal_size,
+            inode_reclaim,
         });
     }
     Ok((filesystems, used))
