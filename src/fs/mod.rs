@@ -392,6 +392,7 @@ impl Kernel {
             BioOwner::XfsLog(sb) => self.xfs_log_bio_done(sb as usize),
             BioOwner::XfsAil(sb) => self.xfs_ail_bio_done(sb as usize),
             BioOwner::XfsReclaim(_) => self.xfs_iflush_done(b.submitter),
+            BioOwner::MetaRead(_) => self.wake_up_process(b.submitter),
             BioOwner::PageRead => self.filemap_read_end_io(b),
             BioOwner::Dio { pid, tag } => self.dio_bio_end_io(pid as usize, tag, b),
             BioOwner::Driver { dev, tag } => self.driver_bio_done(dev as usize, tag, b),

@@ -76,6 +76,93 @@ impl RunList {
         self.total -= got;
         got
     }
+    /// Take the object at `pos` (from the head) out of the list; returns
+    /// its log state.
+    pub fn take_at(&mut self, pos: u64) -> Option<u64> {
+        let mut at = 0;
+        for i in 0..self.runs.len() {
+            let r = self.runs[i];
+            if pos < at + r.n {
+                let k = pos - at;
+                let (before, after) = (k, r.n - k - 1);
+                self.runs.remove(i);
+                let mut j = i;
+                if before > 0 {
+                    self.runs.insert(
+                        j,
+                        Run {
+                            seq: r.seq,
+                            n: before,
+                        },
+                    );
+                    j += 1;
+                }
+                if after > 0 {
+                    self.runs.insert(
+                        j,
+                        Run {
+                            seq: r.seq,
+                            n: after,
+                        },
+                    );
+                }
+                self.merge_around(i);
+                self.total -= 1;
+                return Some(r.seq);
+            }
+            at += r.n;
+        }
+        None
+    }
+    /// Put one object of state `seq` back at `pos` (from the head).
+    pub fn put_at(&mut self, pos: u64, seq: u64) {
+        let mut at = 0;
+        let mut i = 0;
+        while i < self.runs.len() {
+            let r = self.runs[i];
+            if pos <= at + r.n {
+                let k = pos - at;
+                if r.seq == seq {
+                    self.runs[i].n += 1;
+                } else {
+                    self.runs.remove(i);
+                    let mut j = i;
+                    if k > 0 {
+                        self.runs.insert(j, Run { seq: r.seq, n: k });
+                        j += 1;
+                    }
+                    self.runs.insert(j, Run { seq, n: 1 });
+                    if r.n - k > 0 {
+                        self.runs.insert(
+                            j + 1,
+                            Run {
+                                seq: r.seq,
+                                n: r.n - k,
+                            },
+                        );
+                    }
+                }
+                self.total += 1;
+                return;
+            }
+            at += r.n;
+            i += 1;
+        }
+        self.push_back(seq, 1);
+    }
+    /// Join equal neighbours around run `i`.
+    fn merge_around(&mut self, i: usize) {
+        let lo = i.saturating_sub(1);
+        let mut j = lo;
+        while j + 1 < self.runs.len() && j <= i + 1 {
+            if self.runs[j].seq == self.runs[j + 1].seq {
+                self.runs[j].n += self.runs[j + 1].n;
+                self.runs.remove(j + 1);
+            } else {
+                j += 1;
+            }
+        }
+    }
     /// Objects whose log item is not written in place yet (`seq` past
     /// `clean_seq`).
     pub fn dirty(&self, clean_seq: u64) -> u64 {
@@ -175,33 +262,41 @@ impl Kernel {
     }
 
     /// A lookup of one file on `sb` (a stat, an open) by `pid`: where it
-    /// is found (`draw` uniform in 0..files picks the level in proportion
-    /// to the levels' sizes). The inode ends on the dentry LRU with log
-    /// state `seq` (0 unless the caller logs it). A miss allocates a
-    /// dentry and an inode.
+    /// is found (`draw` uniform in 0..files picks the object: the dentry
+    /// LRU's first, then the inode LRU's, then XFS's reclaimable inodes,
+    /// else a miss). A cached dentry stays in place, its inode logged if
+    /// `seq` is not 0 (a write); otherwise the inode ends at the dentry
+    /// LRU's tail with its log state (a miss allocates a dentry and an
+    /// inode).
     pub fn vfs_lookup(&mut self, pid: Pid, sb: usize, draw: u64, seq: u64) -> Lookup {
         let v = &self.sbs[sb].vfs;
         let nd = v.dentries.total;
         let ni = v.inodes.total;
         let nr = self.xfs_nr_cached_objects(sb);
-        let mut out = Vec::new();
-        let (how, old) = if draw < nd {
-            // a dentry hit: the file's own log state does not change unless
-            // the caller logs it; the object moves to the tail
-            self.sbs[sb].vfs.dentries.pop_front(1, &mut out);
-            (Lookup::Dentry, out.first().map_or(0, |r| r.seq))
+        let how = if draw < nd {
+            // a dentry hit: it stays where it is on the LRU (the kernel
+            // sets DCACHE_REFERENCED); a write logs its inode
+            if seq > 0 {
+                let d = &mut self.sbs[sb].vfs.dentries;
+                if let Some(old) = d.take_at(draw) {
+                    d.put_at(draw, seq.max(old));
+                }
+            }
+            return Lookup::Dentry;
         } else if draw < nd + ni {
-            self.sbs[sb].vfs.inodes.pop_front(1, &mut out);
+            // an inode on the LRU gets a new dentry: it leaves the inode LRU
+            let old = self.sbs[sb].vfs.inodes.take_at(draw - nd).unwrap_or(0);
             self.slab_grow(pid, sb, DENTRY_BYTES);
-            (Lookup::Inode, out.first().map_or(0, |r| r.seq))
+            (Lookup::Inode, old)
         } else if draw < nd + ni + nr {
-            let seq = self.xfs_iget_recycle(sb);
+            let old = self.xfs_iget_recycle(sb);
             self.slab_grow(pid, sb, DENTRY_BYTES);
-            (Lookup::XfsReclaimable, seq)
+            (Lookup::XfsReclaimable, old)
         } else {
             self.slab_grow(pid, sb, DENTRY_BYTES + INODE_BYTES);
             (Lookup::Miss, 0)
         };
+        let (how, old) = how;
         self.sbs[sb].vfs.dentries.push_back(seq.max(old), 1);
         how
     }
@@ -257,6 +352,31 @@ mod tests {
         // nothing of a kind: no share
         assert_eq!(super_split(1024, 0, 0, 99), (0, 0, 1013));
         assert_eq!(super_split(0, 10, 10, 10), (0, 0, 0));
+    }
+
+    #[test]
+    fn take_and_put_in_place() {
+        let mut l = RunList::default();
+        l.push_back(0, 5);
+        assert_eq!(l.take_at(2), Some(0));
+        l.put_at(2, 9);
+        assert_eq!(
+            l.runs.iter().copied().collect::<Vec<_>>(),
+            vec![
+                Run { seq: 0, n: 2 },
+                Run { seq: 9, n: 1 },
+                Run { seq: 0, n: 2 }
+            ]
+        );
+        assert_eq!((l.total, l.dirty(8)), (5, 1));
+        assert_eq!(l.take_at(2), Some(9));
+        assert_eq!(
+            l.runs.iter().copied().collect::<Vec<_>>(),
+            vec![Run { seq: 0, n: 4 }]
+        );
+        l.put_at(4, 3);
+        assert_eq!(l.runs.back(), Some(&Run { seq: 3, n: 1 }));
+        assert_eq!(l.take_at(99), None);
     }
 
     #[test]

@@ -565,6 +565,79 @@ mod tests {
         assert_eq!((a.reclaimable.total, a.cursor), (10, 6));
     }
 
+    /// A machine with one XFS filesystem of 2 AGs whose reclaimable inodes
+    /// are 10 clean then 5 dirty (logged in checkpoint 1, not written in
+    /// place) per AG, and a task to reclaim.
+    fn machine(policy: &str) -> (crate::kernel::Kernel, Pid) {
+        let text = format!(
+            "[machine]\ncpus = 2\n[devices.d]\ntype = \"hdd\"\nsize = \"16G\"\n\
+             [filesystems.f]\ntype = \"xfs\"\ndevice = \"d\"\nagcount = 2\ninode_reclaim = \"{policy}\"\n\
+             [jobs.dd]\nsize = \"4k\"\n[run]\nduration = \"1s\"\n"
+        );
+        let sc = crate::scenario::Scenario::load_str(&text, "t.toml", "t", &[]).unwrap();
+        let mut k = crate::kernel::Kernel::new(sc, crate::trace::Tracer::disabled());
+        for ag in 0..2 {
+            let a = &mut k.sbs[0].xfs_mut().icache.ags[ag];
+            a.reclaimable.push_back(0, 10);
+            a.reclaimable.push_back(1, 5);
+        }
+        k.slab_grow(0, 0, 30 * INODE_BYTES);
+        (k, 0)
+    }
+
+    #[test]
+    fn sync_wait_sleeps_on_the_cluster_write() {
+        let (mut k, pid) = machine("sync-wait");
+        assert_eq!(k.xfs_clean_seq(0), 0);
+        k.vmscan.may_sleep = Some(pid);
+        k.xfs_free_cached_objects(pid, 0, 100);
+        // AG 0's clean inodes freed, then asleep on a dirty one's flush,
+        // holding AG 0's lock
+        let w = k
+            .vmscan
+            .shrink_waits
+            .get(&pid)
+            .and_then(|q| q.front())
+            .cloned()
+            .expect("asleep");
+        assert!(w.on_io && w.ag == 0 && !w.blocking);
+        let ic = &k.sbs[0].xfs_mut().icache;
+        assert_eq!((ic.reclaims, ic.iflush_count), (10, 1));
+        assert_eq!(ic.ags[0].lock, Some(pid));
+        // another reclaimer skips AG 0 in its trylock pass (its lock is
+        // held), frees AG 1's clean inodes and sleeps on a flush of its own
+        // there
+        let other = 1;
+        k.vmscan.may_sleep = Some(other);
+        k.xfs_free_cached_objects(other, 0, 100);
+        let ic = &k.sbs[0].xfs_mut().icache;
+        assert_eq!((ic.reclaims, ic.iflush_count), (20, 2));
+        assert_eq!(ic.ags[1].lock, Some(other));
+        // the first one's write completes: the flushed inode is freed and
+        // its walk goes on to the next dirty one
+        assert!(k.xfs_reclaim_resume(pid));
+        assert_eq!(k.sbs[0].xfs_mut().icache.reclaims, 21);
+        // a reclaimer that cannot sleep (not kswapd or a workload that
+        // waits) skips the dirty inodes
+        let third = 2;
+        k.vmscan.may_sleep = None;
+        k.sbs[0].xfs_mut().icache.ags[0].lock = None;
+        k.xfs_free_cached_objects(third, 0, 100);
+        assert!(!k.vmscan.shrink_waits.contains_key(&third));
+    }
+
+    #[test]
+    fn non_blocking_never_sleeps() {
+        let (mut k, pid) = machine("non-blocking");
+        k.vmscan.may_sleep = Some(pid);
+        k.xfs_free_cached_objects(pid, 0, 100);
+        assert!(k.vmscan.shrink_waits.is_empty());
+        let ic = &k.sbs[0].xfs_mut().icache;
+        // the clean ones of both AGs; the dirty ones stay for xfsaild
+        assert_eq!((ic.reclaims, ic.iflush_count), (20, 0));
+        assert_eq!(k.xfs_nr_cached_objects(0), 10);
+    }
+
     #[test]
     fn sync_wait_stops_at_a_dirty_inode() {
         let mut a = ag(&[(0, 3), (9, 2), (0, 10)]);

@@ -101,6 +101,8 @@ pub enum Body {
     Fio(Box<crate::workload::fio::engine::FioTask>),
     /// kswapd0 (mm/vmscan.rs).
     Kswapd(Box<crate::mm::vmscan::KswapdState>),
+    /// A simoop thread (workload/simoop.rs).
+    Simoop(Box<crate::workload::simoop::SimoopTask>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -230,6 +232,8 @@ pub struct Kernel {
     pub knob_gen: u32,
     /// The cgroups (the root first) and cgroup writeback's state.
     pub cg: cgroup::Cgroups,
+    /// The simoop job's state (workload/simoop.rs).
+    pub simoop: Option<Box<crate::workload::simoop::SimoopRun>>,
 }
 
 impl Kernel {
@@ -291,6 +295,7 @@ impl Kernel {
             evcount: Default::default(),
             knob_gen: 0,
             cg: Default::default(),
+            simoop: None,
             sc,
         };
         k.cgroup_init();
@@ -315,7 +320,9 @@ impl Kernel {
             Body::Flusher(_) | Body::Kworker | Body::Driver(_) | Body::Kswapd(_) => {
                 200 + idx as u32
             }
-            Body::Dd(_) | Body::FsMark(_) | Body::Launcher(_) | Body::Fio(_) => 1000 + idx as u32,
+            Body::Dd(_) | Body::FsMark(_) | Body::Launcher(_) | Body::Fio(_) | Body::Simoop(_) => {
+                1000 + idx as u32
+            }
         };
         let cpu = idx % self.cpus.len();
         self.tasks.push(Task {

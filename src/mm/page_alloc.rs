@@ -562,6 +562,40 @@ impl Kernel {
         debug_assert!(got == n || self.vm.nr_free_pages == 0);
     }
 
+    /// `page_alloc` for a task whose direct reclaim may sleep in a shrinker
+    /// (≤ 5.8 XFS inode reclaim): returns the pages it got; fewer than `n`
+    /// means the task now sleeps there and asks again for the rest when
+    /// woken (after `xfs_reclaim_resume`).
+    pub fn page_alloc_may_sleep(&mut self, pid: Pid, n: u64, gfp: Gfp) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        let highest = gfp.zone();
+        let mut got = self.zones.take(n, WMARK_LOW, highest);
+        if got < n {
+            self.wake_all_kswapds(Some(pid), highest, gfp);
+            got += self.zones.take(n - got, WMARK_MIN, highest);
+            while got < n {
+                self.vmscan.may_sleep = Some(pid);
+                let progress = self.direct_reclaim(pid, gfp);
+                self.vmscan.may_sleep = None;
+                got += self.zones.take(n - got, WMARK_MIN, highest);
+                if self.vmscan.shrink_waits.contains_key(&pid) {
+                    self.vm.nr_free_pages -= got;
+                    return got;
+                }
+                if progress == 0 {
+                    break;
+                }
+            }
+            if got < n {
+                self.zones.take_any(n - got, highest);
+            }
+        }
+        self.vm.nr_free_pages = self.vm.nr_free_pages.saturating_sub(n);
+        n
+    }
+
     /// Whether `n` pages come from the fast path, above LOW in the zones
     /// (so the allocation neither wakes kswapd nor reclaims).
     pub fn page_alloc_fast_ok(&self, n: u64, gfp: Gfp) -> bool {

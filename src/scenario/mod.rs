@@ -299,6 +299,8 @@ pub enum JobKind {
     FsMark(FsMarkArgs),
     /// An fio job (one section of a job file, or one `--name`).
     Fio(Box<crate::workload::fio::FioJob>),
+    /// simoop with its own flags, and the filesystems its directories name.
+    Simoop(Box<(crate::workload::simoop::SimoopArgs, Vec<usize>)>),
 }
 
 pub use crate::workload::fs_mark::FsMarkArgs;
@@ -1416,7 +1418,7 @@ fn read_jobs(
     let mut jobs = Vec::new();
     for (jname, jorigin) in r.raw.names_under("jobs") {
         let p = |k: &str| format!("jobs.{jname}.{k}");
-        let ty = match r.choice(&p("type"), &["dd", "fs_mark", "fio"])? {
+        let ty = match r.choice(&p("type"), &["dd", "fs_mark", "fio", "simoop"])? {
             Some((t, _)) => t,
             None if jname == "dd" || jname.starts_with("dd") => "dd".into(),
             None if jname == "fs_mark" || jname == "fsmark" => "fs_mark".into(),
@@ -1441,6 +1443,8 @@ fn read_jobs(
                 }
             },
             None if filesystems.len() == 1 => 0,
+            // simoop's directories name its filesystems
+            None if ty == "simoop" => 0,
             None => {
                 return err(
                     &jorigin,
@@ -1493,6 +1497,9 @@ fn read_jobs(
                 continue;
             }
             "fs_mark" => crate::workload::fs_mark::read_job(r, &jname, &jorigin, &mut job)?,
+            "simoop" => {
+                crate::workload::simoop::read_job(r, &jname, &jorigin, filesystems, &mut job)?
+            }
             _ => crate::workload::dd::read_job(r, &jname, &mut job)?,
         }
         jobs.push(job);
