@@ -93,6 +93,9 @@ pub fn simulate_with(
     if k.cg.enabled {
         extra_files.extend(k.cgroup_files());
     }
+    if let Some(x) = k.xfs_icache_stats() {
+        extra_files.push(("xfs_stat".to_string(), x.into_bytes()));
+    }
     if k.simoop.is_some() {
         extra_files.push(("simoop.txt".to_string(), k.simoop_output().into_bytes()));
     }

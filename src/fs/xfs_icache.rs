@@ -499,6 +499,28 @@ impl Kernel {
         false
     }
 
+    /// Per XFS filesystem, its inode reclaim counters as /proc/fs/xfs/stat
+    /// names them (`xs_ig_reclaims`, `xs_iflush_count`) and the
+    /// reclaimable inodes left; None when no inode was ever reclaimable.
+    pub fn xfs_icache_stats(&self) -> Option<String> {
+        let mut out = String::new();
+        for (i, s) in self.sbs.iter().enumerate() {
+            let crate::fs::FsType::Xfs(x) = &s.fs else {
+                continue;
+            };
+            let ic = &x.icache;
+            let left: u64 = ic.ags.iter().map(|a| a.reclaimable.total).sum();
+            if ic.reclaims + ic.iflush_count + left == 0 {
+                continue;
+            }
+            out.push_str(&format!(
+                "{} xs_ig_reclaims {} xs_iflush_count {} reclaimable {}\n",
+                self.sc.filesystems[i].name, ic.reclaims, ic.iflush_count, left
+            ));
+        }
+        (!out.is_empty()).then_some(out)
+    }
+
     /// `xfs_ail_push_all`: xfsaild writes the AIL (asynchronous).
     fn xfs_ail_push_all(&mut self, sb: usize) {
         if self.sbs[sb].xfs_mut().meta.is_some() {
