@@ -146,8 +146,7 @@ pub struct ShrinkOutcome {
     pub scanned: u64,
     /// What goes back into `nr_deferred` (added to it).
     pub deferred: u64,
-    /// The last `scan_objects` return for the end tracepoint (−1: none
-    /// made, 0 for SHRINK_STOP's `unsigned long` shown as `int`: -1).
+    /// The last `scan_objects` return (−1: none made, or SHRINK_STOP).
     pub last_ret: i64,
 }
 
@@ -246,7 +245,7 @@ impl Kernel {
                 pid,
                 "mm_shrink_slab_start",
                 format_args!(
-                    "super_cache_scan+0x0/0x1f0 {:#018x}: nid: 0 objects to shrink {} gfp_flags {} cache items {} delta {} total_scan {} priority {}",
+                    "super_cache_scan+0x0/0x1f0 {:016x}: nid: 0 objects to shrink {} gfp_flags {} cache items {} delta {} total_scan {} priority {}",
                     shrinker_addr(sb),
                     nr,
                     c.gfp.name(),
@@ -269,12 +268,12 @@ impl Kernel {
                 pid,
                 "mm_shrink_slab_end",
                 format_args!(
-                    "super_cache_scan+0x0/0x1f0 {:#018x}: nid: 0 unused scan count {} new scan count {} total_scan {} last shrinker return val {}",
+                    "super_cache_scan+0x0/0x1f0 {:016x}: nid: 0 unused scan count {} new scan count {} total_scan {} last shrinker return val {}",
                     shrinker_addr(sb),
                     nr,
                     new,
                     total,
-                    o.last_ret
+                    o.freed
                 ),
             );
         }
@@ -282,9 +281,12 @@ impl Kernel {
     }
 }
 
-/// A stable stand-in for `&sb->s_shrink` in the tracepoints (`%p`).
+/// A stable stand-in for `&sb->s_shrink` in the tracepoints: `%p`
+/// prints a hashed pointer, 16 hex digits without `0x`.
 fn shrinker_addr(sb: usize) -> u64 {
-    0xffff_8881_0000_0000 + 0x4000 * sb as u64 + 0x4c0
+    let mut z = 0x5eed_0000_0000_0000u64 ^ (sb as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    z ^= z >> 31;
+    z & 0xffff_ffff
 }
 
 #[cfg(test)]
