@@ -93,13 +93,20 @@ pub fn simulate_with(
     if k.cg.enabled {
         extra_files.extend(k.cgroup_files());
     }
+    if let Some(x) = k.xfs_icache_stats() {
+        extra_files.push(("xfs_stat".to_string(), x.into_bytes()));
+    }
+    if k.simoop.is_some() {
+        extra_files.push(("simoop.txt".to_string(), k.simoop_output().into_bytes()));
+    }
     if !k.evcount.is_empty() {
         eprintln!("events by kind: {:?}", k.evcount);
     }
     let trace_text = k.tracer.render(sc.machine.cpus);
     let records = trace::parse(&trace_text);
     let obs = k.observations(records);
-    let summary = Summary::compute(&obs);
+    let mut summary = Summary::compute(&obs);
+    summary.simoop = k.simoop_summary();
     let (thresh, bg) =
         domain_dirty_limits(&sc.vm, sc.machine.page_size, k.global_dirtyable_memory());
     let vmstat = k.vm.render(thresh, bg);

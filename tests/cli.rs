@@ -372,7 +372,7 @@ fn help_explains_a_key_a_prefix_or_all() {
     let o = wbsim(&["help", "vm"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success());
-    assert_eq!(out.matches("\nvm.").count() + 1, 9, "{out}");
+    assert_eq!(out.matches("\nvm.").count() + 1, 11, "{out}");
     let o = wbsim(&["help"]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(

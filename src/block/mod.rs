@@ -53,6 +53,12 @@ pub enum BioOwner {
     /// An XFS log buffer write, and an xfsaild in-place write.
     XfsLog(u32),
     XfsAil(u32),
+    /// A reclaimer's synchronous inode cluster write (≤ 5.8 XFS inode
+    /// reclaim, `xfs_bwrite`): its submitter sleeps until it is done.
+    XfsReclaim(u32),
+    /// A synchronous metadata read of superblock N (an inode cluster read
+    /// by a lookup that missed the cache): its submitter sleeps on it.
+    MetaRead(u32),
     /// A page-cache read of `ino`'s pages `page_start..+npages` (readahead
     /// or a read miss): `filemap_read_end_io` marks them uptodate and wakes
     /// the readers waiting on them.

@@ -91,6 +91,10 @@ fn classify(key: &str) -> (&'static str, &'static str) {
     if key.contains("cs_per_task_s") {
         return ("CPU", "/task/s");
     }
+    if key.starts_with("simoop.") {
+        let unit = if last.ends_with("_us") { "us" } else { "/s" };
+        return ("simoop", unit);
+    }
     if last == "cpu_user" || last == "cpu_system" {
         return ("CPU", "CPU-s/s");
     }
@@ -146,6 +150,11 @@ const DEFAULT_ROWS: &[&str] = &[
     "trace.balance_dirty_pages.fields.period.p50",
     "trace.balance_dirty_pages.fields.dirtied_pause.p50",
     "jobs.*.voluntary_cs_per_task_s.p50",
+    "simoop.read_p99_us",
+    "simoop.write_p99_us",
+    "simoop.alloc_p99_us",
+    "simoop.work_rate",
+    "simoop.alloc_stall_rate",
 ];
 
 fn matches(pattern: &str, key: &str) -> bool {

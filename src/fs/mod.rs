@@ -27,8 +27,10 @@ pub mod fs_writeback;
 pub mod inode;
 pub mod jbd2;
 pub mod sync;
+pub mod vfs_cache;
 pub mod writepages;
 pub mod xfs;
+pub mod xfs_icache;
 pub mod xfs_log;
 pub mod xfs_meta;
 
@@ -136,6 +138,10 @@ pub struct SuperBlock {
     pub ag_data_start: Vec<u64>,
     pub next_ino: u64,
     pub fs: FsType,
+    /// The dentry and inode LRUs (fs/vfs_cache.rs).
+    pub vfs: vfs_cache::VfsCache,
+    /// `sb->s_shrink`.
+    pub s_shrink: crate::mm::shrinker::SuperShrinker,
 }
 
 /// A file's preallocated blocks: the logical pages `[lstart, lend)` are
@@ -171,6 +177,9 @@ impl SuperBlock {
             FsType::Xfs(_) => panic!("ext4 code on an XFS superblock"),
         }
     }
+    pub fn is_xfs(&self) -> bool {
+        matches!(self.fs, FsType::Xfs(_))
+    }
     /// XFS's state, for XFS's own code.
     pub fn xfs_mut(&mut self) -> &mut xfs::XfsSb {
         match &mut self.fs {
@@ -200,7 +209,12 @@ impl Kernel {
                 .collect();
             let fs = match f.kind {
                 crate::scenario::FsKind::Ext4 => FsType::Ext4(Box::default()),
-                crate::scenario::FsKind::Xfs => FsType::Xfs(Box::default()),
+                crate::scenario::FsKind::Xfs => {
+                    let mut x: Box<xfs::XfsSb> = Box::default();
+                    x.icache.policy = f.inode_reclaim;
+                    x.icache.ags = vec![Default::default(); f.agcount as usize];
+                    FsType::Xfs(x)
+                }
             };
             self.sbs.push(SuperBlock {
                 dev: f.device,
@@ -212,6 +226,8 @@ impl Kernel {
                 // ext4's EXT4_GOOD_OLD_FIRST_INO (11) is lost+found
                 next_ino: 12,
                 fs,
+                vfs: Default::default(),
+                s_shrink: Default::default(),
             });
             if f.metadata {
                 self.fs_mkfs_meta(self.sbs.len() - 1, f);
@@ -375,6 +391,8 @@ impl Kernel {
             BioOwner::Jbd2(sb) => self.jbd2_bio_done(sb as usize),
             BioOwner::XfsLog(sb) => self.xfs_log_bio_done(sb as usize),
             BioOwner::XfsAil(sb) => self.xfs_ail_bio_done(sb as usize),
+            BioOwner::XfsReclaim(_) => self.xfs_iflush_done(b.submitter),
+            BioOwner::MetaRead(_) => self.wake_up_process(b.submitter),
             BioOwner::PageRead => self.filemap_read_end_io(b),
             BioOwner::Dio { pid, tag } => self.dio_bio_end_io(pid as usize, tag, b),
             BioOwner::Driver { dev, tag } => self.driver_bio_done(dev as usize, tag, b),

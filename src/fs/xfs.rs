@@ -22,6 +22,8 @@ pub struct XfsSb {
     /// The metadata model and its log (`filesystems.NAME.metadata`); None
     /// without.
     pub meta: Option<Box<crate::fs::xfs_meta::XfsMeta>>,
+    /// Reclaimable inodes per AG and the inode reclaim policy.
+    pub icache: crate::fs::xfs_icache::XfsIcache,
 }
 
 impl XfsSb {

@@ -93,6 +93,15 @@ pub struct XfsLog {
     pub ail_push: Option<(u32, u64)>,
     /// Tasks waiting for log space.
     pub waiters: Vec<Pid>,
+    /// Checkpoint numbers (the CIL's sequence, from 1): the running one,
+    /// the one being written to the log, the last one in the AIL, the last
+    /// one an AIL push covers, and the last one written in place (its
+    /// inodes are clean: fs/xfs_icache.rs).
+    pub cil_seq: u64,
+    pub pushing_seq: u64,
+    pub ail_seq: u64,
+    pub ail_push_seq: u64,
+    pub clean_seq: u64,
 }
 
 impl XfsLog {
@@ -141,6 +150,11 @@ impl Kernel {
             ail: vec![RangeSet::default(); agcount],
             ail_push: None,
             waiters: Vec::new(),
+            cil_seq: 1,
+            pushing_seq: 0,
+            ail_seq: 0,
+            ail_push_seq: 0,
+            clean_seq: 0,
         }
     }
 
@@ -231,6 +245,8 @@ impl Kernel {
             return;
         }
         let bytes = std::mem::take(&mut x.cil_bytes);
+        x.pushing_seq = x.cil_seq;
+        x.cil_seq += 1;
         // a new checkpoint tag (1..=255; a tag 255 checkpoints old is
         // taken as current, which loses one inode item's bytes)
         x.cil_tag = x.cil_tag % CIL_TAGS + 1;
@@ -269,6 +285,7 @@ impl Kernel {
             return;
         }
         let (blocks, _) = x.pushing.take().expect("push");
+        x.ail_seq = x.pushing_seq;
         for (ail, b) in x.ail.iter_mut().zip(blocks) {
             for &(s, e) in b.ranges() {
                 ail.insert(s, e);
@@ -288,11 +305,17 @@ impl Kernel {
     /// `xfsaild_push` → `xfs_buf_delwri_submit`: write every AIL item in
     /// place, in disk order, under one plug; the log tail moves when they
     /// are written.
-    fn xfs_ail_push(&mut self, sb: usize) {
+    pub(crate) fn xfs_ail_push(&mut self, sb: usize) {
         let x = self.sbs[sb].xfs_mut().log();
-        if x.ail_push.is_some() || x.ail.iter().all(|a| a.is_empty()) {
+        if x.ail_push.is_some() {
             return;
         }
+        if x.ail.iter().all(|a| a.is_empty()) {
+            // nothing to write: what reached the AIL is in place
+            x.clean_seq = x.ail_seq;
+            return;
+        }
+        x.ail_push_seq = x.ail_seq;
         let n_ag = x.ail.len();
         let items = std::mem::replace(&mut x.ail, vec![RangeSet::default(); n_ag]);
         let frees = x.used;
@@ -318,6 +341,7 @@ impl Kernel {
             return;
         }
         let (_, frees) = x.ail_push.take().expect("push");
+        x.clean_seq = x.ail_push_seq;
         x.used -= frees.min(x.used);
         for p in std::mem::take(&mut x.waiters) {
             self.wake_up_process(p);

@@ -101,6 +101,8 @@ pub enum Body {
     Fio(Box<crate::workload::fio::engine::FioTask>),
     /// kswapd0 (mm/vmscan.rs).
     Kswapd(Box<crate::mm::vmscan::KswapdState>),
+    /// A simoop thread (workload/simoop.rs).
+    Simoop(Box<crate::workload::simoop::SimoopTask>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,6 +234,8 @@ pub struct Kernel {
     pub knob_gen: u32,
     /// The cgroups (the root first) and cgroup writeback's state.
     pub cg: cgroup::Cgroups,
+    /// The simoop job's state (workload/simoop.rs).
+    pub simoop: Option<Box<crate::workload::simoop::SimoopRun>>,
 }
 
 impl Kernel {
@@ -293,6 +297,7 @@ impl Kernel {
             evcount: Default::default(),
             knob_gen: 0,
             cg: Default::default(),
+            simoop: None,
             sc,
         };
         k.cgroup_init();
@@ -317,7 +322,9 @@ impl Kernel {
             Body::Flusher(_) | Body::Kworker | Body::Driver(_) | Body::Kswapd(_) => {
                 200 + idx as u32
             }
-            Body::Dd(_) | Body::FsMark(_) | Body::Launcher(_) | Body::Fio(_) => 1000 + idx as u32,
+            Body::Dd(_) | Body::FsMark(_) | Body::Launcher(_) | Body::Fio(_) | Body::Simoop(_) => {
+                1000 + idx as u32
+            }
         };
         let cpu = idx % self.cpus.len();
         self.tasks.push(Task {
@@ -531,10 +538,11 @@ impl Kernel {
         let ps = self.page_size();
         let total = self.sc.machine.memory / ps;
         let vm = &self.vm;
-        if vm.nr_free_pages + vm.nr_file_pages + vm.nr_anon_pages != total {
+        if vm.nr_free_pages + vm.nr_file_pages + vm.nr_anon_pages + vm.nr_slab_reclaimable != total
+        {
             return Err(format!(
-                "free {} + file {} + anon {} != total {}",
-                vm.nr_free_pages, vm.nr_file_pages, vm.nr_anon_pages, total
+                "free {} + file {} + anon {} + slab {} != total {}",
+                vm.nr_free_pages, vm.nr_file_pages, vm.nr_anon_pages, vm.nr_slab_reclaimable, total
             ));
         }
         if self.zones.nr_free_pages() != vm.nr_free_pages {

@@ -1150,6 +1150,10 @@ impl Kernel {
                 let a = self.kswapd_step(pid, &mut st);
                 (super::Body::Kswapd(st), a)
             }
+            super::Body::Simoop(mut t) => {
+                let a = self.simoop_step(pid, &mut t);
+                (super::Body::Simoop(t), a)
+            }
         };
         self.tasks[pid].body = Some(body);
         action

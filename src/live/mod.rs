@@ -181,10 +181,10 @@ pub fn preflight(sc: &Scenario) -> Result<CapMethod, LiveError> {
     if let Some(j) = sc
         .jobs
         .iter()
-        .find(|j| matches!(j.kind, JobKind::FsMark(_)))
+        .find(|j| matches!(j.kind, JobKind::FsMark(_) | JobKind::Simoop(_)))
     {
         return Err(LiveError::Refused(format!(
-            "job `{}` is fs_mark; live mode runs dd and fio jobs only so far",
+            "job `{}` is fs_mark or simoop; live mode runs dd and fio jobs only so far",
             j.name
         )));
     }
@@ -677,7 +677,7 @@ pub fn run(
             let size = match &j.kind {
                 JobKind::Dd { size, .. } => *size,
                 JobKind::Fio(f) => fio_job_bytes(f),
-                JobKind::FsMark(_) => unreachable!("refused in preflight"),
+                JobKind::FsMark(_) | JobKind::Simoop(_) => unreachable!("refused in preflight"),
             };
             let t = j.runtime.unwrap_or(sc.run.duration).min(sc.run.duration);
             let cap = (write_bps as u128 * t as u128 / NSEC_PER_SEC as u128) as u64 + (256 << 20);
@@ -870,7 +870,7 @@ pub fn run(
         let (bs, size) = match j.kind {
             JobKind::Dd { bs, size } => (bs, size),
             JobKind::Fio(_) => continue,
-            JobKind::FsMark(_) => unreachable!("refused in preflight"),
+            JobKind::FsMark(_) | JobKind::Simoop(_) => unreachable!("refused in preflight"),
         };
         for k in 0..j.numjobs {
             let file = mnts[j.filesystem].join(format!("{}.{k}", j.name));

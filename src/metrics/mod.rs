@@ -415,6 +415,9 @@ pub struct Summary {
     /// MiB/s in the window, and memory.stat at the end.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub cgroups: Vec<CgroupSummary>,
+    /// simoop's final figures (a run with a simoop job only).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub simoop: Option<crate::workload::simoop::SimoopSummary>,
 }
 
 #[derive(Serialize, Debug, Deserialize)]
@@ -611,6 +614,7 @@ impl Summary {
             other_bdi_lines,
             other_cgroup_lines,
             events_simulated: o.events_simulated,
+            simoop: None,
             cgroups: o
                 .cgroups
                 .iter()

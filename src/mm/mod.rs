@@ -4,6 +4,7 @@
 //! costs the guest's allocations (`page_reporting`), the zones and their
 //! watermarks (`page_alloc`), kswapd and direct reclaim (`vmscan`), the LRU
 //! lists and their scanning (`lru`).
+//! watermarks (`page_alloc`), kswapd and direct reclaim (`vmscan`), the shrinkers (`shrinker`).
 
 pub mod backing_dev;
 pub mod filemap;
@@ -15,5 +16,6 @@ pub mod page_writeback;
 pub mod page_writeback_legacy;
 pub mod page_writeback_v3_2;
 pub mod readahead;
+pub mod shrinker;
 pub mod vmscan;
 pub mod vmstat;

@@ -498,6 +498,8 @@ pub enum Gfp {
     PageCacheRead,
     /// An anonymous or shmem page (GFP_HIGHUSER_MOVABLE).
     Anon,
+    /// A slab page of the dentry or inode caches (GFP_KERNEL).
+    Kernel,
 }
 
 impl Gfp {
@@ -506,11 +508,22 @@ impl Gfp {
             Gfp::PageCacheWrite => "GFP_HIGHUSER_MOVABLE|__GFP_WRITE",
             Gfp::PageCacheRead => "GFP_HIGHUSER_MOVABLE|__GFP_NOWARN|__GFP_NORETRY",
             Gfp::Anon => "GFP_HIGHUSER_MOVABLE",
+            Gfp::Kernel => "GFP_KERNEL",
         }
     }
-    /// `gfp_zone`: every one of them is __GFP_HIGHMEM|__GFP_MOVABLE.
+    /// `__GFP_FS`: may the allocation's reclaim enter the filesystem (the
+    /// superblock shrinker)? Page-cache pages are taken as XFS's mapping
+    /// gives them, without it (`xfs_setup_inode` masks `__GFP_FS` off);
+    /// ext4's keep it in the kernel, which the model does not tell apart.
+    pub fn fs(self) -> bool {
+        matches!(self, Gfp::Anon | Gfp::Kernel)
+    }
+    /// `gfp_zone`: __GFP_HIGHMEM|__GFP_MOVABLE but for GFP_KERNEL's.
     pub fn zone(self) -> usize {
-        ZONE_MOVABLE
+        match self {
+            Gfp::Kernel => ZONE_NORMAL,
+            _ => ZONE_MOVABLE,
+        }
     }
 }
 
@@ -547,6 +560,40 @@ impl Kernel {
         }
         self.vm.nr_free_pages = self.vm.nr_free_pages.saturating_sub(n);
         debug_assert!(got == n || self.vm.nr_free_pages == 0);
+    }
+
+    /// `page_alloc` for a task whose direct reclaim may sleep in a shrinker
+    /// (≤ 5.8 XFS inode reclaim): returns the pages it got; fewer than `n`
+    /// means the task now sleeps there and asks again for the rest when
+    /// woken (after `xfs_reclaim_resume`).
+    pub fn page_alloc_may_sleep(&mut self, pid: Pid, n: u64, gfp: Gfp) -> u64 {
+        if n == 0 {
+            return 0;
+        }
+        let highest = gfp.zone();
+        let mut got = self.zones.take(n, WMARK_LOW, highest);
+        if got < n {
+            self.wake_all_kswapds(Some(pid), highest, gfp);
+            got += self.zones.take(n - got, WMARK_MIN, highest);
+            while got < n {
+                self.vmscan.may_sleep = Some(pid);
+                let progress = self.direct_reclaim(pid, gfp);
+                self.vmscan.may_sleep = None;
+                got += self.zones.take(n - got, WMARK_MIN, highest);
+                if self.vmscan.shrink_waits.contains_key(&pid) {
+                    self.vm.nr_free_pages -= got;
+                    return got;
+                }
+                if progress == 0 {
+                    break;
+                }
+            }
+            if got < n {
+                self.zones.take_any(n - got, highest);
+            }
+        }
+        self.vm.nr_free_pages = self.vm.nr_free_pages.saturating_sub(n);
+        n
     }
 
     /// Whether `n` pages come from the fast path, above LOW in the zones

@@ -269,14 +269,22 @@ impl Kernel {
         self.page_alloc(None, below, crate::mm::page_alloc::Gfp::PageCacheWrite);
         let f = self.ra.files.get_mut(&ino).expect("tracked");
         let added = f.present.insert(index, e);
-        debug_assert_eq!(added, below);
         f.present.insert(index, index + n);
-        if below > 0 {
-            self.inodes[ino].nr_cached += below;
-            self.vm.nr_file_pages += below;
-            self.vm.nr_inactive_file += below;
+        if added > 0 {
+            self.inodes[ino].nr_cached += added;
+            self.vm.nr_file_pages += added;
+            self.vm.nr_inactive_file += added;
         }
-        below
+        if added > below {
+            // kswapd, woken by the allocation, took pages of the range
+            // that were cached: they are allocated again
+            self.page_alloc(
+                None,
+                added - below,
+                crate::mm::page_alloc::Gfp::PageCacheWrite,
+            );
+        }
+        added
     }
 
     /// `filemap_get_pages` for a read of pages `[p0, p1)` of `ino` by

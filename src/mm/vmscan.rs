@@ -38,6 +38,25 @@ pub struct Vmscan {
     pub kswapd_failures: u32,
     /// The LRU lists' state and the node's reclaim flags (mm/lru.rs).
     pub lru: crate::mm::lru::Lru,
+    /// Tasks asleep in a shrinker (≤ 5.8 XFS inode reclaim), with what
+    /// they do when woken (fs/xfs_icache.rs).
+    pub shrink_waits: std::collections::BTreeMap<
+        Pid,
+        std::collections::VecDeque<crate::fs::xfs_icache::XfsReclaimWait>,
+    >,
+    /// The reclaiming task that can sleep in a shrinker (kswapd, or a
+    /// workload task that resumes its allocation when woken); other
+    /// reclaimers never sleep there.
+    pub may_sleep: Option<Pid>,
+}
+
+/// Who runs a `shrink_node` pass (`struct scan_control`'s part the
+/// shrinkers read).
+#[derive(Clone, Copy, Debug)]
+pub struct ScanControl {
+    pub pid: Pid,
+    pub priority: u32,
+    pub gfp: Gfp,
 }
 
 /// Where kswapd is in its loop.
@@ -71,13 +90,21 @@ impl Kernel {
     #[inline(never)]
     fn shrink_node(
         &mut self,
-        pid: Pid,
-        priority: u32,
+        sc: ScanControl,
         nr_to_reclaim: u64,
         kswapd: bool,
     ) -> crate::mm::lru::ReclaimStat {
-        let st = self.shrink_lruvec(pid, priority, nr_to_reclaim, kswapd);
-        self.shrink_node_flags(pid, kswapd, &st);
+        let lru_pages = self.vm.nr_inactive_file + self.vm.nr_active_file;
+        let st = self.shrink_lruvec(sc.pid, sc.priority, nr_to_reclaim, kswapd);
+        // shrink_node_memcgs: the root memcg's shrinkers after its LRUs
+        let ctl = crate::mm::shrinker::ShrinkCtl {
+            priority: sc.priority,
+            nr_scanned: st.scanned,
+            nr_eligible: lru_pages,
+            gfp: sc.gfp,
+        };
+        self.shrink_slab(sc.pid, &ctl);
+        self.shrink_node_flags(sc.pid, kswapd, &st);
         if st.reclaimed > 0 {
             self.vmscan.kswapd_failures = 0;
         }
@@ -103,9 +130,14 @@ impl Kernel {
         let mut reclaimed = 0;
         let mut work = 0;
         for priority in (0..=DEF_PRIORITY).rev() {
-            let st = self.shrink_node(pid, priority, SWAP_CLUSTER_MAX, false);
+            let sc = ScanControl { pid, priority, gfp };
+            let st = self.shrink_node(sc, SWAP_CLUSTER_MAX, false);
             reclaimed += st.reclaimed;
             work += st.scanned + st.refill;
+            if self.vmscan.shrink_waits.contains_key(&pid) {
+                // asleep in a shrinker: the pass ends there
+                break;
+            }
             self.consider_reclaim_throttle(pid, priority, reclaimed, st.scanned);
             if reclaimed >= SWAP_CLUSTER_MAX {
                 break;
@@ -210,7 +242,18 @@ impl Kernel {
                     self.balance_pgdat_start(pid, st);
                 }
                 KswapdPhase::Balance => {
-                    if let Some(cost) = self.balance_pgdat_pass(st) {
+                    if self.vmscan.shrink_waits.contains_key(&pid) {
+                        // woken in a shrinker (≤ 5.8 XFS inode reclaim)
+                        if self.xfs_reclaim_resume(pid) {
+                            return Action::Block;
+                        }
+                    }
+                    if let Some(cost) = self.balance_pgdat_pass(pid, st) {
+                        if self.vmscan.shrink_waits.contains_key(&pid) {
+                            // the pass's CPU time was spent before it slept
+                            self.tasks[pid].owed_sys += cost;
+                            return Action::Block;
+                        }
                         return Action::Cpu { user: 0, sys: cost };
                     }
                     // balance_pgdat returned: kswapd_try_to_sleep
@@ -252,7 +295,7 @@ impl Kernel {
     /// `nr_to_reclaim` (Σ max(HIGH, SWAP_CLUSTER_MAX) of the eligible
     /// zones, `kswapd_shrink_node`), lower the priority if the pass scanned
     /// less than that or reclaimed nothing, and return the pass's CPU time.
-    fn balance_pgdat_pass(&mut self, st: &mut KswapdState) -> Option<Ns> {
+    fn balance_pgdat_pass(&mut self, pid: Pid, st: &mut KswapdState) -> Option<Ns> {
         if self.zones.pgdat_balanced(st.idx) {
             return None;
         }
@@ -267,8 +310,14 @@ impl Kernel {
             .zonelist(st.idx)
             .map(|i| self.zones.z[i].high().max(SWAP_CLUSTER_MAX))
             .sum();
-        let pid = self.vmscan.kswapd.expect("kswapd runs");
-        let r = self.shrink_node(pid, st.priority, nr_to_reclaim, true);
+        let sc = ScanControl {
+            pid,
+            priority: st.priority,
+            gfp: Gfp::Kernel,
+        };
+        self.vmscan.may_sleep = Some(pid);
+        let r = self.shrink_node(sc, nr_to_reclaim, true);
+        self.vmscan.may_sleep = None;
         st.nr_reclaimed += r.reclaimed;
         if r.scanned < nr_to_reclaim || r.reclaimed == 0 {
             st.priority -= 1;

@@ -57,6 +57,15 @@ pub struct VmStat {
     pub nr_vmscan_write: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub nr_vmscan_immediate_reclaim: u64,
+    /// Shrinker objects scanned (`slabs_scanned`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub slabs_scanned: u64,
+    /// Pages of reclaimable slab (`nr_slab_reclaimable`: the dentry and
+    /// inode caches) and the bytes of objects in them.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub nr_slab_reclaimable: u64,
+    #[serde(skip)]
+    pub slab_bytes: u64,
     /// KiB read from block devices (`pgpgin`).
     #[serde(skip_serializing_if = "is_zero")]
     pub pgpgin: u64,
@@ -90,6 +99,10 @@ impl VmStat {
         put("nr_file_pages", self.nr_file_pages);
         put("nr_dirty", self.nr_dirty);
         put("nr_writeback", self.nr_writeback);
+        // the VFS caches' slab, once something filled them
+        if self.nr_slab_reclaimable > 0 || self.slabs_scanned > 0 {
+            put("nr_slab_reclaimable", self.nr_slab_reclaimable);
+        }
         let reclaimed = self.pageoutrun > 0 || self.allocstall.iter().any(|&v| v > 0);
         if reclaimed {
             put("nr_vmscan_write", self.nr_vmscan_write);
@@ -127,6 +140,9 @@ impl VmStat {
                 .enumerate()
             {
                 put(&format!("allocstall_{z}"), self.allocstall[i]);
+            }
+            if self.slabs_scanned > 0 {
+                put("slabs_scanned", self.slabs_scanned);
             }
             put("pageoutrun", self.pageoutrun);
             put(

@@ -50,8 +50,8 @@ const RAID0: Option<&str> = Some("raid0");
 const BCACHE: Option<&str> = Some("bcache");
 const EXT4: Option<&str> = Some("ext4");
 const DD: Option<&str> = Some("dd");
-const FS_MARK: Option<&str> = Some("fs_mark");
 const FIO: Option<&str> = Some("fio");
+const FS_MARK_SIMOOP: Option<&str> = Some("fs_mark, simoop");
 
 #[rustfmt::skip]
 pub const KEYS: &[KeyDoc] = &[
@@ -100,6 +100,8 @@ pub const KEYS: &[KeyDoc] = &[
     k("vm.dirty_writeback_centisecs", "500", ALL, "500", "sysctl (0 disables periodic writeback)"),
     k("vm.min_free_kbytes", "the kernel's (sqrt(16 × lowmem KiB), THP's raise)", ALL, "67584", "sysctl written after boot: MIN watermarks' total in KiB"),
     k("vm.watermark_scale_factor", "10", ALL, "100", "sysctl (1..3000): the LOW−MIN and HIGH−LOW gaps in 1/10000 of a zone (at least MIN/4)"),
+    k("vm.vfs_cache_pressure", "100", ALL, "200", "sysctl: the superblock shrinkers report their dentries, inodes and XFS reclaimable inodes scaled by this percent"),
+    k("vm.shrinker_arith", "priority", ALL, "\"lru-ratio\"", "`do_shrink_slab`'s arithmetic: `priority` (4.16+: freeable >> priority) or `lru-ratio` (≤ 4.15: LRU pages scanned over the LRU's size)"),
     k("vm.lowmem_reserve_ratio", "\"256 256 32 0 0\"", ALL, "\"256 256 32 0 0\"", "sysctl: per lower zone, the ratio of higher zones' pages it keeps back (zoneinfo's protection)"),
     // devices
     k("devices.NAME.type", "required", ALL, "\"ssd\"", "`loop` (a loop device over a store that completes at once), `throttled` (a loop device with a write cap), `disk`, `ssd`, `hdd`, `raid0` or `bcache`"),
@@ -169,18 +171,19 @@ pub const KEYS: &[KeyDoc] = &[
     k("filesystems.NAME.device", "required", ALL, "\"loop0\"", "the device it is on"),
     k("filesystems.NAME.agcount", "4", ALL, "8", "allocation groups: each fs_mark directory allocates from its own"),
     k("filesystems.NAME.metadata", "true", ALL, "false", "model the metadata IO: ext4's jbd2 journal and in-place writes, XFS's log and xfsaild"),
+    k("filesystems.NAME.inode_reclaim", "non-blocking", Some("xfs"), "\"sync-wait\"", "XFS's inode shrinker: `non-blocking` (5.9+, dirty inodes skipped) or `sync-wait` (≤ 5.8: per-AG lock, synchronous flush, the reclaimer asleep)"),
     k("filesystems.NAME.commit", "5s", EXT4, "\"10s\"", "ext4's `commit=` mount option (at least 1s)"),
     k("filesystems.NAME.journal_size", "mke2fs's default (128M for 16G, 1G from 128G)", EXT4, "\"64M\"", "journal size (4M up to a quarter of the device)"),
     k("filesystems.NAME.max_folio", "2M (io-less), 4k (older policies)", ALL, "\"4k\"", "largest page-cache folio a write creates: the throttle is checked once per min(bs, max_folio)"),
     // jobs
-    k("jobs.NAME.type", "the name, if it starts with `dd` or is `fs_mark` or `fsmark`", ALL, "\"dd\"", "`dd`, `fs_mark` or `fio`"),
+    k("jobs.NAME.type", "the name, if it starts with `dd` or is `fs_mark` or `fsmark`", ALL, "\"dd\"", "`dd`, `fs_mark`, `fio` or `simoop`"),
     k("jobs.NAME.filesystem", "the only one", ALL, "\"scratch\"", "where the files go"),
     k("jobs.NAME.start", "0s", ALL, "\"5s\"", "when the writers start"),
     k("jobs.NAME.numjobs", "1", DD, "10", "writers, one file each"),
     k("jobs.NAME.bs", "512", DD, "\"1M\"", "block size (a multiple of 512, up to 64M)"),
     k("jobs.NAME.size", "no limit", DD, "\"1G\"", "bytes per writer"),
     k("jobs.NAME.runtime", "to the end", DD, "\"20s\"", "how long the writers write"),
-    k("jobs.NAME.args", "required", FS_MARK, "\"-d /mnt/0 -S0 -n 1000 -s 4096 -L 2\"", "fs_mark's own flags: `-d DIR` (a thread each), `-D` subdirectories, `-n` files per loop, `-s` size, `-S0`, `-L` loops, `-t` threads per `-d`"),
+    k("jobs.NAME.args", "required", FS_MARK_SIMOOP, "\"-d /mnt/0 -S0 -n 1000 -s 4096 -L 2\"", "fs_mark's flags (`-d DIR` a thread each, `-D`, `-n`, `-s`, `-S0`, `-L`, `-t`); simoop's flags, then directories that name filesystems"),
     k("jobs.NAME.file", "one of file, job, cmdline", FIO, "\"examples/seed-003/writers.fio\"", "an fio job file (relative to the scenario file); each of its jobs runs, its files on `filesystem`"),
     k("jobs.NAME.job", "one of file, job, cmdline", FIO, "\"[w]\\nrw=write\\nsize=64m\\n\"", "an fio job file's text, inline (a TOML multi-line string)"),
     k("jobs.NAME.cmdline", "one of file, job, cmdline", FIO, "\"--name=w --rw=randwrite --bs=4k --size=64m\"", "fio's command-line job options (`--name=` starts a job)"),
@@ -552,6 +555,7 @@ at = "10s"
             ("devices", Some("raid0")) => "md0",
             ("devices", Some("bcache")) => "bc0",
             ("devices", _) => "sda",
+            ("filesystems", Some("xfs")) => "fsda",
             ("filesystems", _) => "scratch",
             ("jobs", Some("fs_mark")) => "fsmark",
             // one fio job for each way of giving its jobs
@@ -728,8 +732,8 @@ at = "10s"
             ["devices.NAME.write_bps"]
         );
         assert_eq!(lookup("devices.NAME.write_bps").len(), 1);
-        assert_eq!(lookup("vm").len(), 9);
-        assert_eq!(lookup("vm.*").len(), 9);
+        assert_eq!(lookup("vm").len(), 11);
+        assert_eq!(lookup("vm.*").len(), 11);
         assert!(lookup("devices.sda.queue")
             .iter()
             .all(|k| k.key.starts_with("devices.NAME.queue.")));

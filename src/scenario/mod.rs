@@ -173,6 +173,10 @@ pub struct Vm {
     pub dirty_background_bytes: u64,
     pub dirty_expire_centisecs: u64,
     pub dirty_writeback_centisecs: u64,
+    /// `vm.vfs_cache_pressure`: the superblock shrinkers' counts in percent.
+    pub vfs_cache_pressure: u64,
+    /// `vm.shrinker_arith`: `do_shrink_slab`'s arithmetic (4.16+ or ≤ 4.15).
+    pub shrinker_arith: crate::mm::shrinker::ShrinkerArith,
 }
 
 impl Default for Vm {
@@ -184,6 +188,8 @@ impl Default for Vm {
             dirty_background_bytes: 0,
             dirty_expire_centisecs: 3000,
             dirty_writeback_centisecs: 500,
+            vfs_cache_pressure: 100,
+            shrinker_arith: Default::default(),
         }
     }
 }
@@ -278,6 +284,8 @@ pub struct Filesystem {
     /// The journal's size in bytes (mke2fs's default by filesystem size
     /// unless given).
     pub journal_size: u64,
+    /// XFS: the inode cache shrinker's form (fs/xfs_icache.rs).
+    pub inode_reclaim: crate::fs::xfs_icache::InodeReclaim,
 }
 
 #[derive(Clone, Debug)]
@@ -291,6 +299,8 @@ pub enum JobKind {
     FsMark(FsMarkArgs),
     /// An fio job (one section of a job file, or one `--name`).
     Fio(Box<crate::workload::fio::FioJob>),
+    /// simoop with its own flags, and the filesystems its directories name.
+    Simoop(Box<(crate::workload::simoop::SimoopArgs, Vec<usize>)>),
 }
 
 pub use crate::workload::fs_mark::FsMarkArgs;
@@ -486,6 +496,8 @@ pub const TRACE_EVENTS: &[&str] = &[
     "mm_vmscan_direct_reclaim_end",
     "mm_vmscan_lru_shrink_inactive",
     "mm_vmscan_throttled",
+    "mm_shrink_slab_start",
+    "mm_shrink_slab_end",
     "bcache_write",
     "bcache_bypass_sequential",
     "bcache_bypass_congested",
@@ -943,6 +955,12 @@ fn read_vm(r: &mut Reader, page_size: u64) -> Result<Vm, ScenarioError> {
     if let Some((v, _)) = r.uint("vm.dirty_writeback_centisecs", 0, i32::MAX as u64)? {
         vm.dirty_writeback_centisecs = v;
     }
+    if let Some((v, _)) = r.uint("vm.vfs_cache_pressure", 0, i32::MAX as u64)? {
+        vm.vfs_cache_pressure = v;
+    }
+    if let Some((v, _)) = r.choice("vm.shrinker_arith", &["priority", "lru-ratio"])? {
+        vm.shrinker_arith = crate::mm::shrinker::ShrinkerArith::parse(&v).unwrap_or_default();
+    }
     Ok(vm)
 }
 
@@ -1265,6 +1283,13 @@ fn read_filesystems(
             .map(|x| x.0 as u32)
             .unwrap_or(4);
         let metadata = r.boolean(&p("metadata"), false)?.unwrap_or(true);
+        let inode_reclaim = match r.choice(&p("inode_reclaim"), &["sync-wait", "non-blocking"])? {
+            Some((_, e)) if kind != FsKind::Xfs => {
+                return err(&e.origin, "`inode_reclaim` is an xfs option (XFS's inode cache shrinker); an ext4 filesystem does not take it".to_string());
+            }
+            Some((v, _)) => crate::fs::xfs_icache::InodeReclaim::parse(&v).unwrap_or_default(),
+            None => Default::default(),
+        };
         // the filesystem's own mount and mkfs options
         let fs_bytes = devices[device].size;
         let (commit_interval, journal_size) = match kind {
@@ -1280,6 +1305,7 @@ fn read_filesystems(
             metadata,
             commit_interval,
             journal_size,
+            inode_reclaim,
         });
     }
     Ok((filesystems, used))
@@ -1407,7 +1433,7 @@ fn read_jobs(
     let mut jobs = Vec::new();
     for (jname, jorigin) in r.raw.names_under("jobs") {
         let p = |k: &str| format!("jobs.{jname}.{k}");
-        let ty = match r.choice(&p("type"), &["dd", "fs_mark", "fio"])? {
+        let ty = match r.choice(&p("type"), &["dd", "fs_mark", "fio", "simoop"])? {
             Some((t, _)) => t,
             None if jname == "dd" || jname.starts_with("dd") => "dd".into(),
             None if jname == "fs_mark" || jname == "fsmark" => "fs_mark".into(),
@@ -1432,6 +1458,8 @@ fn read_jobs(
                 }
             },
             None if filesystems.len() == 1 => 0,
+            // simoop's directories name its filesystems
+            None if ty == "simoop" => 0,
             None => {
                 return err(
                     &jorigin,
@@ -1484,6 +1512,9 @@ fn read_jobs(
                 continue;
             }
             "fs_mark" => crate::workload::fs_mark::read_job(r, &jname, &jorigin, &mut job)?,
+            "simoop" => {
+                crate::workload::simoop::read_job(r, &jname, &jorigin, filesystems, &mut job)?
+            }
             _ => crate::workload::dd::read_job(r, &jname, &mut job)?,
         }
         jobs.push(job);

@@ -3,6 +3,7 @@
 pub mod dd;
 pub mod fio;
 pub mod fs_mark;
+pub mod simoop;
 
 use crate::kernel::{Action, Body, Kernel, Pid};
 use crate::scenario::JobKind;
@@ -63,6 +64,7 @@ impl Kernel {
                 }
                 // the fio engine's tasks: fio_init below
                 JobKind::Fio(_) => {}
+                JobKind::Simoop(b) => self.simoop_init(ji, &b.0, &b.1, job.start),
                 &JobKind::Dd { bs, size } => {
                     let sb = job.filesystem;
                     let first = self.tasks.len();

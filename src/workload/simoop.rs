@@ -1,0 +1,828 @@
+//! simoop (Chris Mason's benchmark of the VM pressure of a Hadoop-like
+//! load, mason/simoop.git), with its own flags (`jobs.NAME.args`):
+//!
+//! `-t N` workers, each with `-m MB` of anonymous working set allocated
+//! once and kept; a worker's loop is a timed allocation of `-M MB`
+//! (allocated page by page through `Kernel::page_alloc`, zeroed, freed at
+//! once: "Allocation latency"), `-T N` reads of `-R MB` from random files,
+//! issued together and timed until the last is in ("Read latency"), and
+//! `-T N` buffered writes of `-W MB` to random files ("Write latency"; each
+//! logs the file's inode, as its mtime update does). `-C N` threads burn
+//! CPU; `-D N` du threads stat every file of one directory each (du `i`
+//! walks directory `i`), one pass every report interval, filling the
+//! dentry and inode caches (a miss reads the inode's cluster). Every file
+//! of every directory (`-n` per directory, `-f MB` each) is laid out on
+//! disk before the run and not cached. `-w S` is the warm-up (statistics
+//! reset after it), `-r S` the run after it, `-i S` the report interval.
+//! Directories are filesystems: a directory's last path component names
+//! one of `[filesystems]`.
+//!
+//! Output (`simoop.txt`), every interval and as `Final stats`: the three
+//! latency lines (microseconds, fio's histogram: no samples are kept),
+//! `work rate` (worker loops per second, wbsim's reading of simoop's
+//! "made up number") and `alloc stall rate` (the `allocstall_*` counters'
+//! growth per second), each with its average and the percentiles of the
+//! per-interval rates.
+//!
+//! Not modelled: the IO threads as tasks of their own (a worker issues its
+//! `-T` reads together and its writes one after another), the think time
+//! over the working set, the page faults of a read's copy.
+
+use crate::kernel::{Action, Body, Kernel, Pid};
+use crate::mm::page_alloc::Gfp;
+use crate::scenario::raw::{err, Origin, ScenarioError};
+use crate::scenario::{Job, JobKind, Reader};
+use crate::sim::{Ns, NSEC_PER_SEC};
+use crate::workload::fio::stats::Hist;
+
+/// simoop's command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimoopArgs {
+    pub threads: u64,
+    pub ws_mb: u64,
+    pub alloc_mb: u64,
+    pub cpu_threads: u64,
+    pub io_threads: u64,
+    pub du_threads: u64,
+    pub file_mb: u64,
+    pub read_mb: u64,
+    pub write_mb: u64,
+    pub runtime_s: u64,
+    pub warmup_s: u64,
+    pub interval_s: u64,
+    pub files_per_dir: u64,
+    pub dirs: Vec<String>,
+}
+
+impl SimoopArgs {
+    /// Parse simoop's flags (`-t 512`, `-R1`: the value may follow at once).
+    pub fn parse(s: &str) -> Result<SimoopArgs, String> {
+        let mut a = SimoopArgs {
+            threads: 16,
+            ws_mb: 0,
+            alloc_mb: 64,
+            cpu_threads: 0,
+            io_threads: 1,
+            du_threads: 0,
+            file_mb: 64,
+            read_mb: 1,
+            write_mb: 1,
+            runtime_s: 60,
+            warmup_s: 0,
+            interval_s: 10,
+            files_per_dir: 16,
+            dirs: Vec::new(),
+        };
+        let mut it = s.split_whitespace();
+        while let Some(w) = it.next() {
+            let Some(flag) = w.strip_prefix('-') else {
+                a.dirs.push(w.to_string());
+                continue;
+            };
+            let mut chars = flag.chars();
+            let Some(c) = chars.next() else {
+                return Err("a lone `-` in simoop's flags".into());
+            };
+            let rest: String = chars.collect();
+            let val = if rest.is_empty() {
+                it.next()
+                    .ok_or_else(|| format!("simoop flag `-{c}` needs a number"))?
+                    .to_string()
+            } else {
+                rest
+            };
+            let v: u64 = val
+                .parse()
+                .map_err(|_| format!("simoop flag `-{c}`: `{val}` is not a whole number"))?;
+            match c {
+                't' => a.threads = v,
+                'm' => a.ws_mb = v,
+                'M' => a.alloc_mb = v,
+                'C' => a.cpu_threads = v,
+                'T' => a.io_threads = v,
+                'D' => a.du_threads = v,
+                'f' => a.file_mb = v,
+                'R' => a.read_mb = v,
+                'W' => a.write_mb = v,
+                'r' => a.runtime_s = v,
+                'w' => a.warmup_s = v,
+                'i' => a.interval_s = v,
+                'n' => a.files_per_dir = v,
+                _ => {
+                    return Err(format!(
+                        "simoop flag `-{c}` is not modelled; expected -t -m -M -C -T -D -f -R -W -r -w -i -n"
+                    ))
+                }
+            }
+        }
+        if a.dirs.is_empty() {
+            return Err("simoop needs at least one directory".into());
+        }
+        if a.threads == 0 || a.interval_s == 0 || a.files_per_dir == 0 || a.file_mb == 0 {
+            return Err("simoop's -t, -i, -n and -f must be at least 1".into());
+        }
+        if a.read_mb > a.file_mb || a.write_mb > a.file_mb {
+            return Err(format!(
+                "simoop's -R {} and -W {} must fit in a file of -f {} MB",
+                a.read_mb, a.write_mb, a.file_mb
+            ));
+        }
+        Ok(a)
+    }
+}
+
+/// The keys of a simoop job: `args`, whose directories name filesystems.
+pub(crate) fn read_job(
+    r: &mut Reader,
+    jname: &str,
+    jorigin: &Origin,
+    filesystems: &[crate::scenario::Filesystem],
+    job: &mut Job,
+) -> Result<(), ScenarioError> {
+    let path = format!("jobs.{jname}.args");
+    let Some((s, e)) = r.string(&path, "simoop's flags as a string")? else {
+        return err(
+            jorigin,
+            format!("simoop job `{jname}` needs `args`, e.g. \"-t 16 -m 64 -M 16 -C 2 -D 1 /xfs0 /xfs1\""),
+        );
+    };
+    let a = SimoopArgs::parse(&s).map_err(|m| ScenarioError {
+        origin: e.origin.clone(),
+        msg: m,
+    })?;
+    let mut sbs = Vec::new();
+    for d in &a.dirs {
+        let name = d.trim_end_matches('/').rsplit('/').next().unwrap_or("");
+        match filesystems.iter().position(|f| f.name == name) {
+            Some(i) => sbs.push(i),
+            None => {
+                let known: Vec<_> = filesystems.iter().map(|f| f.name.as_str()).collect();
+                return err(
+                    &e.origin,
+                    format!("simoop directory `{d}`: its last component must name a filesystem, one of {known:?}"),
+                );
+            }
+        }
+    }
+    job.filesystem = sbs[0];
+    job.kind = JobKind::Simoop(Box::new((a, sbs)));
+    Ok(())
+}
+
+/// A simoop task's part.
+#[derive(Clone, Debug)]
+pub enum Role {
+    Worker(WorkerStage),
+    Burner,
+    Du { dir: usize, next: u64, misses: u64 },
+    Reporter,
+}
+
+#[derive(Clone, Debug)]
+pub enum WorkerStage {
+    /// Allocating the working set: pages left.
+    WorkingSet(u64),
+    /// The timed allocation: pages left, its start.
+    Alloc {
+        left: u64,
+        start: Ns,
+    },
+    /// The reads, issued (`files`: (inode, first page, last page)).
+    Read {
+        files: Vec<(usize, u64, u64)>,
+        start: Ns,
+        issued: bool,
+    },
+    /// The writes: which of the T, the page reached, its start.
+    Write {
+        k: u64,
+        p: u64,
+        ino: usize,
+        start: Ns,
+        throttled: bool,
+    },
+    Done,
+}
+
+pub struct SimoopTask {
+    pub role: Role,
+}
+
+/// The run's state and statistics.
+#[derive(Default)]
+pub struct SimoopRun {
+    pub job: usize,
+    pub args: Option<SimoopArgs>,
+    pub sbs: Vec<usize>,
+    /// The files of each directory.
+    pub files: Vec<Vec<usize>>,
+    pub start: Ns,
+    pub warm: Ns,
+    pub end: Ns,
+    pub read: Hist,
+    pub write: Hist,
+    pub alloc: Hist,
+    pub nr: [u64; 3],
+    pub loops: u64,
+    pub loops_at: u64,
+    pub stalls_at: u64,
+    pub at: Ns,
+    /// Per-interval rates (one a report: a few hundred at most).
+    pub work_rates: Vec<f64>,
+    pub stall_rates: Vec<f64>,
+    pub lines: String,
+    pub warmed: bool,
+    pub final_stats: Option<SimoopSummary>,
+}
+
+/// simoop's final figures (summary.json's `simoop`).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct SimoopSummary {
+    pub read_p50_us: u64,
+    pub read_p95_us: u64,
+    pub read_p99_us: u64,
+    pub write_p50_us: u64,
+    pub write_p95_us: u64,
+    pub write_p99_us: u64,
+    pub alloc_p50_us: u64,
+    pub alloc_p95_us: u64,
+    pub alloc_p99_us: u64,
+    pub work_rate: f64,
+    pub alloc_stall_rate: f64,
+}
+
+const MB: u64 = 1 << 20;
+/// Pages a worker allocates between two looks at the clock.
+const ALLOC_CHUNK: u64 = 256;
+
+fn comma(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn pcts(v: &[f64]) -> [f64; 3] {
+    if v.is_empty() {
+        return [0.0; 3];
+    }
+    let mut s = v.to_vec();
+    s.sort_by(|a, b| a.total_cmp(b));
+    let at = |p: f64| s[(((s.len() as f64) * p).ceil() as usize).clamp(1, s.len()) - 1];
+    [at(0.5), at(0.95), at(0.99)]
+}
+
+impl Kernel {
+    /// The simoop job's files and tasks.
+    pub(crate) fn simoop_init(&mut self, ji: usize, a: &SimoopArgs, sbs: &[usize], start: Ns) {
+        let ps = self.page_size();
+        let mut files = Vec::new();
+        for (di, &sb) in sbs.iter().enumerate() {
+            let agcount = self.sc.filesystems[sb].agcount;
+            let mut v = Vec::new();
+            for f in 0..a.files_per_dir {
+                let ino = self.create_inode_in(sb, ((di as u64 + f) % agcount as u64) as u32);
+                self.fs_layout_file(ino, a.file_mb * MB / ps);
+                self.filemap_track(ino);
+                // held open: the file set stays
+                self.inodes[ino].i_count = 1;
+                v.push(ino);
+            }
+            self.sbs[sb].vfs.files += a.files_per_dir;
+            files.push(v);
+        }
+        let warm = start + a.warmup_s * NSEC_PER_SEC;
+        self.simoop = Some(Box::new(SimoopRun {
+            job: ji,
+            args: Some(a.clone()),
+            sbs: sbs.to_vec(),
+            files,
+            start,
+            warm,
+            end: warm + a.runtime_s * NSEC_PER_SEC,
+            at: start,
+            ..Default::default()
+        }));
+        let spawn = |k: &mut Kernel, comm: &str, role: Role| {
+            let pid = k.new_task(
+                comm.into(),
+                Body::Simoop(Box::new(SimoopTask { role })),
+                Some(ji),
+            );
+            crate::workload::start_at(k, pid, start);
+        };
+        for _ in 0..a.threads {
+            spawn(
+                self,
+                "simoop",
+                Role::Worker(WorkerStage::WorkingSet(a.ws_mb * MB / ps)),
+            );
+        }
+        for _ in 0..a.cpu_threads {
+            spawn(self, "simoop-cpu", Role::Burner);
+        }
+        for d in 0..a.du_threads {
+            spawn(
+                self,
+                "simoop-du",
+                Role::Du {
+                    dir: d as usize % sbs.len(),
+                    next: 0,
+                    misses: 0,
+                },
+            );
+        }
+        spawn(self, "simoop-report", Role::Reporter);
+    }
+
+    fn simoop_args(&self) -> &SimoopArgs {
+        self.simoop
+            .as_ref()
+            .and_then(|s| s.args.as_ref())
+            .expect("simoop")
+    }
+
+    fn simoop_done(&self) -> bool {
+        self.simoop.as_ref().is_some_and(|s| self.now() >= s.end)
+    }
+
+    /// A random file: (directory, inode).
+    fn simoop_pick(&mut self) -> (usize, usize) {
+        let s = self.simoop.as_ref().expect("simoop");
+        let nd = s.files.len() as u64;
+        let nf = s.files[0].len() as u64;
+        let d = self.rng.below(nd) as usize;
+        let f = self.rng.below(nf) as usize;
+        (d, self.simoop.as_ref().expect("simoop").files[d][f])
+    }
+
+    /// A lookup of `ino` (in directory `d`) for a read or, logging its
+    /// inode, a write.
+    fn simoop_lookup(&mut self, pid: Pid, ino: usize, write: bool) {
+        let sb = self.inodes[ino].sb as usize;
+        let files = self.sbs[sb].vfs.files.max(1);
+        let draw = self.rng.below(files);
+        let seq = if write && self.sbs[sb].is_xfs() {
+            let has_log = self.sbs[sb].xfs_mut().meta.is_some();
+            if has_log {
+                let cluster = crate::fs::xfs_meta::xfs_inode_cluster(self.inodes[ino].ino);
+                self.xfs_trans_log_inode(ino, cluster, false);
+            }
+            self.xfs_log_seq(sb)
+        } else {
+            0
+        };
+        self.vfs_lookup(pid, sb, draw, seq);
+    }
+
+    fn simoop_record(&mut self, which: usize, start: Ns) {
+        let now = self.now();
+        let s = self.simoop.as_mut().expect("simoop");
+        if start < s.warm && s.warm > s.start {
+            return;
+        }
+        let h = match which {
+            0 => &mut s.read,
+            1 => &mut s.write,
+            _ => &mut s.alloc,
+        };
+        h.add(now - start);
+        s.nr[which] += 1;
+    }
+
+    pub fn simoop_step(&mut self, pid: Pid, t: &mut SimoopTask) -> Action {
+        if self.vmscan.shrink_waits.contains_key(&pid) && self.xfs_reclaim_resume(pid) {
+            return Action::Block;
+        }
+        match &mut t.role {
+            Role::Burner => {
+                if self.simoop_done() {
+                    return Action::Exit;
+                }
+                Action::Cpu {
+                    user: 10_000_000,
+                    sys: 0,
+                }
+            }
+            Role::Reporter => self.simoop_report(),
+            Role::Du { .. } => self.simoop_du(pid, t),
+            Role::Worker(_) => self.simoop_worker(pid, t),
+        }
+    }
+
+    /// A du thread: stat the next 32 files of its directory; a miss among
+    /// them reads their inode cluster (16 KiB, synchronous).
+    fn simoop_du(&mut self, pid: Pid, t: &mut SimoopTask) -> Action {
+        let Role::Du { dir, next, misses } = &mut t.role else {
+            unreachable!()
+        };
+        if self.simoop_done() {
+            return Action::Exit;
+        }
+        let s = self.simoop.as_ref().expect("simoop");
+        let n = s.files[*dir].len() as u64;
+        if *next >= n {
+            *next = 0;
+            let every = self.simoop_args().interval_s * NSEC_PER_SEC;
+            return Action::SleepUntil(self.now() + every);
+        }
+        let sb = s.sbs[*dir];
+        let end = (*next + 32).min(n);
+        let mut m = 0;
+        for _ in *next..end {
+            let files = self.sbs[sb].vfs.files.max(1);
+            let draw = self.rng.below(files);
+            if self.vfs_lookup(pid, sb, draw, 0) == crate::fs::vfs_cache::Lookup::Miss {
+                m += 1;
+            }
+        }
+        let cost = (end - *next) * self.sc.machine.cost.syscall;
+        *next = end;
+        *misses += m;
+        if m > 0 {
+            let dev = self.sbs[sb].dev;
+            let sector = self.sbs[sb].ag_data_start[0].saturating_sub(2048) + 64;
+            let sectors = crate::fs::xfs_meta::XFS_CLUSTER_BLOCKS * 8;
+            use crate::block::blk_wbt::{REQ_META, REQ_SYNC};
+            self.submit_meta_bio(
+                dev,
+                pid,
+                sector,
+                sectors,
+                REQ_META | REQ_SYNC,
+                crate::block::BioOwner::MetaRead(sb as u32),
+            );
+            self.tasks[pid].owed_sys += cost;
+            return Action::Block;
+        }
+        Action::Cpu {
+            user: 0,
+            sys: cost.max(1),
+        }
+    }
+
+    /// `-M` pages of anon memory for `pid`, through direct reclaim that may
+    /// sleep in a shrinker: pages got (fewer: asleep).
+    fn simoop_alloc(&mut self, pid: Pid, n: u64) -> u64 {
+        let got = self.page_alloc_may_sleep(pid, n, Gfp::Anon);
+        self.vm.nr_anon_pages += got;
+        got
+    }
+
+    fn simoop_worker(&mut self, pid: Pid, t: &mut SimoopTask) -> Action {
+        let ps = self.page_size();
+        loop {
+            let now = self.now();
+            let Role::Worker(stage) = &mut t.role else {
+                unreachable!()
+            };
+            match stage {
+                WorkerStage::WorkingSet(left) => {
+                    if *left == 0 {
+                        *stage = WorkerStage::Done;
+                        continue;
+                    }
+                    let n = (*left).min(ALLOC_CHUNK * 16);
+                    let got = self.simoop_alloc(pid, n);
+                    *left -= got;
+                    let cost = got * 4 * self.sc.machine.cost.copy_per_kib;
+                    if got < n {
+                        self.tasks[pid].owed_sys += cost;
+                        return Action::Block;
+                    }
+                    return Action::Cpu {
+                        user: 0,
+                        sys: cost.max(1),
+                    };
+                }
+                WorkerStage::Done => {
+                    if self.simoop_done() {
+                        return Action::Exit;
+                    }
+                    self.simoop.as_mut().expect("simoop").loops += 1;
+                    let left = self.simoop_args().alloc_mb * MB / ps;
+                    *stage = WorkerStage::Alloc { left, start: now };
+                }
+                WorkerStage::Alloc { left, start } => {
+                    if *left == 0 {
+                        let total = self.simoop_args().alloc_mb * MB / ps;
+                        // freed almost at once
+                        self.vm.nr_anon_pages -= total;
+                        self.page_free(total);
+                        let st = *start;
+                        self.simoop_record(2, st);
+                        *stage = WorkerStage::Read {
+                            files: Vec::new(),
+                            start: now,
+                            issued: false,
+                        };
+                        continue;
+                    }
+                    let n = (*left).min(ALLOC_CHUNK);
+                    let got = self.simoop_alloc(pid, n);
+                    *left -= got;
+                    // the page faults' zeroing
+                    let cost = got * 4 * self.sc.machine.cost.copy_per_kib;
+                    if got < n {
+                        self.tasks[pid].owed_sys += cost;
+                        return Action::Block;
+                    }
+                    return Action::Cpu {
+                        user: 0,
+                        sys: cost.max(1),
+                    };
+                }
+                WorkerStage::Read {
+                    files,
+                    start,
+                    issued,
+                } => {
+                    if !*issued {
+                        *issued = true;
+                        let a = self.simoop_args().clone();
+                        let pages = a.read_mb * MB / ps;
+                        let span = a.file_mb * MB / ps;
+                        let mut v = Vec::new();
+                        let mut sys = 0;
+                        for _ in 0..a.io_threads {
+                            let (_, ino) = self.simoop_pick();
+                            self.simoop_lookup(pid, ino, false);
+                            let p0 = self.rng.below(span / pages) * pages;
+                            let dev = self.sbs[self.inodes[ino].sb as usize].dev;
+                            let mut ra = self.file_ra_state_init(dev, false);
+                            let (alloc, _) =
+                                self.filemap_get_pages(pid, ino, &mut ra, p0, p0 + pages);
+                            sys += alloc * self.sc.machine.cost.page_cache_insert
+                                + self.sc.machine.cost.syscall;
+                            v.push((ino, p0, p0 + pages));
+                        }
+                        *files = v;
+                        self.tasks[pid].owed_sys += sys;
+                    }
+                    // wait for each in turn
+                    let mut all = true;
+                    for &(ino, p0, p1) in files.iter() {
+                        if !self.filemap_read_ready(pid, ino, p0, p1) {
+                            all = false;
+                            break;
+                        }
+                    }
+                    if !all {
+                        return Action::Block;
+                    }
+                    let kib: u64 = files.iter().map(|&(_, a, b)| (b - a) * ps / 1024).sum();
+                    let st = *start;
+                    self.simoop_record(0, st);
+                    *stage = WorkerStage::Write {
+                        k: 0,
+                        p: u64::MAX,
+                        ino: 0,
+                        start: now,
+                        throttled: false,
+                    };
+                    return Action::Cpu {
+                        user: 0,
+                        sys: kib * self.sc.machine.cost.copy_per_kib + 1,
+                    };
+                }
+                WorkerStage::Write {
+                    k,
+                    p,
+                    ino,
+                    start,
+                    throttled,
+                } => {
+                    let a = self.simoop_args().clone();
+                    let pages = a.write_mb * MB / ps;
+                    if *throttled {
+                        let wb = self.inodes[*ino].wb;
+                        if let Some(act) = self.throttle_resume(pid, wb).action() {
+                            return act;
+                        }
+                        *throttled = false;
+                    }
+                    if *p == u64::MAX {
+                        if *k == a.io_threads {
+                            let st = *start;
+                            self.simoop_record(1, st);
+                            *stage = WorkerStage::Done;
+                            continue;
+                        }
+                        let (_, i) = self.simoop_pick();
+                        self.simoop_lookup(pid, i, true);
+                        let span = a.file_mb * MB / ps;
+                        *ino = i;
+                        *p = self.rng.below(span / pages) * pages;
+                        *k += 1;
+                    }
+                    let end_p = (*p / pages + 1) * pages;
+                    let wb = self.inodes[*ino].wb;
+                    let unit = self.sbs[self.inodes[*ino].sb as usize].max_folio_pages;
+                    let until = self.throttle_pages_until_check(pid, wb);
+                    let n = (until.div_ceil(unit).max(1) * unit).min(end_p - *p);
+                    self.filemap_write_begin_tracked(*ino, *p, n);
+                    self.filemap_dirty_range(pid, *ino, *p, n);
+                    *p += n;
+                    if *p >= end_p {
+                        *p = u64::MAX;
+                    }
+                    let cost = n * 4 * self.sc.machine.cost.copy_per_kib + 1;
+                    if let Some(act) = self.throttle_check(pid, wb).action() {
+                        *throttled = true;
+                        self.tasks[pid].owed_sys += cost;
+                        return act;
+                    }
+                    return Action::Cpu { user: 0, sys: cost };
+                }
+            }
+        }
+    }
+
+    /// The reporter: every interval, simoop's lines; at the warm-up's end
+    /// the statistics restart; at the end `Final stats`.
+    fn simoop_report(&mut self) -> Action {
+        let now = self.now();
+        let stalls: u64 = self.vm.allocstall.iter().sum();
+        let s = self.simoop.as_mut().expect("simoop");
+        let every = s.args.as_ref().expect("args").interval_s * NSEC_PER_SEC;
+        if now == s.start {
+            s.at = now;
+            s.stalls_at = stalls;
+            return Action::SleepUntil(now + every.min(s.warm.max(now + 1) - now).max(1));
+        }
+        let dt = (now - s.at) as f64 / 1e9;
+        if !s.warmed && now >= s.warm {
+            s.warmed = true;
+            if s.warm > s.start {
+                s.lines.push_str(&format!(
+                    "Warmup complete ({} seconds)\n",
+                    (s.warm - s.start) / NSEC_PER_SEC
+                ));
+                s.read = Hist::default();
+                s.write = Hist::default();
+                s.alloc = Hist::default();
+                s.nr = [0; 3];
+                s.work_rates.clear();
+                s.stall_rates.clear();
+                s.loops_at = s.loops;
+                s.stalls_at = stalls;
+                s.at = now;
+                return Action::SleepUntil((now + every).min(s.end));
+            }
+        }
+        if dt > 0.0 && s.warmed {
+            s.work_rates.push((s.loops - s.loops_at) as f64 / dt);
+            s.stall_rates.push((stalls - s.stalls_at) as f64 / dt);
+        }
+        s.loops_at = s.loops;
+        s.stalls_at = stalls;
+        s.at = now;
+        let fin = now >= s.end;
+        if s.warmed {
+            let block = simoop_block(s, now);
+            if fin {
+                s.lines.push_str("Final stats:\n");
+            }
+            s.lines.push_str(&block);
+        }
+        if fin {
+            s.final_stats = Some(simoop_summary(s));
+            return Action::Exit;
+        }
+        let next = if s.warmed {
+            now + every
+        } else {
+            (now + every).min(s.warm)
+        };
+        Action::SleepUntil(next.min(s.end))
+    }
+
+    /// simoop's output (`simoop.txt`); empty without a simoop job.
+    pub fn simoop_output(&self) -> String {
+        self.simoop
+            .as_ref()
+            .map(|s| s.lines.clone())
+            .unwrap_or_default()
+    }
+
+    /// The final figures, or the figures so far if the run ended first.
+    pub fn simoop_summary(&self) -> Option<SimoopSummary> {
+        let s = self.simoop.as_ref()?;
+        Some(s.final_stats.clone().unwrap_or_else(|| simoop_summary(s)))
+    }
+}
+
+fn hist_pcts(h: &Hist, nr: u64) -> [u64; 3] {
+    if nr == 0 {
+        return [0; 3];
+    }
+    let v = h.percentiles(nr, &[50.0, 95.0, 99.0]);
+    [v[0] / 1000, v[1] / 1000, v[2] / 1000]
+}
+
+fn simoop_block(s: &SimoopRun, now: Ns) -> String {
+    let mut o = String::new();
+    o.push_str(&format!(
+        "Run time: {} seconds\n",
+        (now - s.warm.max(s.start)) / NSEC_PER_SEC
+    ));
+    for (name, h, nr) in [
+        ("Read", &s.read, s.nr[0]),
+        ("Write", &s.write, s.nr[1]),
+        ("Allocation", &s.alloc, s.nr[2]),
+    ] {
+        let p = hist_pcts(h, nr);
+        o.push_str(&format!(
+            "{name} latency (p50: {}) (p95: {}) (p99: {})\n",
+            comma(p[0]),
+            comma(p[1]),
+            comma(p[2])
+        ));
+    }
+    let last = |v: &[f64]| v.last().copied().unwrap_or(0.0);
+    let w = pcts(&s.work_rates);
+    let avg_w = s.work_rates.iter().sum::<f64>() / s.work_rates.len().max(1) as f64;
+    o.push_str(&format!(
+        "work rate = {:.2}/sec (avg {:.2}/sec) (p50: {:.2}) (p95: {:.2}) (p99: {:.2})\n",
+        last(&s.work_rates),
+        avg_w,
+        w[0],
+        w[1],
+        w[2]
+    ));
+    let st = pcts(&s.stall_rates);
+    let avg_s = s.stall_rates.iter().sum::<f64>() / s.stall_rates.len().max(1) as f64;
+    o.push_str(&format!(
+        "alloc stall rate = {:.2}/sec (avg: {:.2}) (p50: {:.2}) (p95: {:.2}) (p99: {:.2})\n",
+        last(&s.stall_rates),
+        avg_s,
+        st[0],
+        st[1],
+        st[2]
+    ));
+    o
+}
+
+fn simoop_summary(s: &SimoopRun) -> SimoopSummary {
+    let r = hist_pcts(&s.read, s.nr[0]);
+    let w = hist_pcts(&s.write, s.nr[1]);
+    let a = hist_pcts(&s.alloc, s.nr[2]);
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    SimoopSummary {
+        read_p50_us: r[0],
+        read_p95_us: r[1],
+        read_p99_us: r[2],
+        write_p50_us: w[0],
+        write_p95_us: w[1],
+        write_p99_us: w[2],
+        alloc_p50_us: a[0],
+        alloc_p95_us: a[1],
+        alloc_p99_us: a[2],
+        work_rate: (mean(&s.work_rates) * 100.0).round() / 100.0,
+        alloc_stall_rate: (mean(&s.stall_rates) * 100.0).round() / 100.0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_seed_command_line() {
+        let a = SimoopArgs::parse("-t 512 -m 190 -M 128 -C 28 -r 60000 -f 70 -T 20 -R1 -W 1 -i 60 -w 300 -D 2 /hammer/a /hammer/b").unwrap();
+        assert_eq!(
+            (a.threads, a.ws_mb, a.alloc_mb, a.cpu_threads),
+            (512, 190, 128, 28)
+        );
+        assert_eq!(
+            (a.runtime_s, a.file_mb, a.io_threads, a.read_mb, a.write_mb),
+            (60000, 70, 20, 1, 1)
+        );
+        assert_eq!((a.interval_s, a.warmup_s, a.du_threads), (60, 300, 2));
+        assert_eq!(a.dirs, vec!["/hammer/a", "/hammer/b"]);
+        assert!(SimoopArgs::parse("-t 4").unwrap_err().contains("directory"));
+        assert!(SimoopArgs::parse("-x 4 /a")
+            .unwrap_err()
+            .contains("not modelled"));
+        assert!(SimoopArgs::parse("-t /a")
+            .unwrap_err()
+            .contains("whole number"));
+        assert!(SimoopArgs::parse("-t")
+            .unwrap_err()
+            .contains("needs a number"));
+        assert!(SimoopArgs::parse("-f 1 -R 2 /a").is_err());
+    }
+
+    #[test]
+    fn commas_and_percentiles() {
+        assert_eq!(comma(21594112), "21,594,112");
+        assert_eq!(comma(863), "863");
+        assert_eq!(comma(1000), "1,000");
+        assert_eq!(pcts(&[1.0, 2.0, 3.0, 4.0]), [2.0, 4.0, 4.0]);
+    }
+}

@@ -1,0 +1,85 @@
+//! The seed-001 pair (simoop, XFS inode reclaim sync-wait against
+//! non-blocking), run briefly from the command line: simoop's own output,
+//! the shrinker counters, and `wbsim compare` with simoop's rows.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn wbsim(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_wbsim"))
+        .args(args)
+        .output()
+        .expect("run wbsim")
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("wbsim-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The example, shrunk to a 2 GiB machine and 9 s: memory fills during
+/// the warm-up and reclaim runs after it.
+fn run_brief(which: &str, out: &Path) {
+    let dirs: Vec<String> = (0..15).map(|i| format!("/hammer/xfs{i}")).collect();
+    let args = format!(
+        "jobs.simoop.args=-t 32 -m 38 -M 2 -C 4 -T 4 -D 2 -f 1 -n 2000 -R 1 -W 1 -i 2 -w 3 -r 5 {}",
+        dirs.join(" ")
+    );
+    let scen = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("examples/seed-001/seed001-{which}.toml"));
+    let o = wbsim(&[
+        "run",
+        scen.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "-q",
+        "--set",
+        "machine.memory=2G",
+        "--set",
+        "run.duration=9s",
+        "--set",
+        "run.warmup=3s",
+        "--set",
+        &args,
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[test]
+fn seed001_pair_runs_and_compares() {
+    let d = tmpdir("seed001");
+    let (a, b) = (d.join("before"), d.join("after"));
+    run_brief("before", &a);
+    run_brief("after", &b);
+    for dir in [&a, &b] {
+        let s = std::fs::read_to_string(dir.join("simoop.txt")).unwrap();
+        assert!(s.starts_with("Warmup complete (3 seconds)\n"), "{s}");
+        let fin = s.split("Final stats:\n").nth(1).expect("final stats");
+        let lines: Vec<&str> = fin.lines().collect();
+        assert_eq!(lines[0], "Run time: 5 seconds");
+        assert!(lines[1].starts_with("Read latency (p50: "), "{fin}");
+        assert!(lines[2].starts_with("Write latency (p50: "), "{fin}");
+        assert!(lines[3].starts_with("Allocation latency (p50: "), "{fin}");
+        assert!(lines[4].starts_with("work rate = "), "{fin}");
+        assert!(lines[5].starts_with("alloc stall rate = "), "{fin}");
+        // the du threads and the workers' lookups filled the slab caches
+        let vm = std::fs::read_to_string(dir.join("vmstat")).unwrap();
+        assert!(vm.contains("nr_slab_reclaimable "), "{vm}");
+        let js = std::fs::read_to_string(dir.join("summary.json")).unwrap();
+        assert!(js.contains("\"alloc_stall_rate\""), "{js}");
+    }
+    let o = wbsim(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    assert!(o.status.success());
+    let t = String::from_utf8_lossy(&o.stdout);
+    for row in [
+        "simoop.alloc_p99_us",
+        "simoop.read_p99_us",
+        "simoop.work_rate",
+        "simoop.alloc_stall_rate",
+    ] {
+        assert!(t.contains(row), "{row} missing from:\n{t}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
