@@ -815,6 +815,43 @@ mod tests {
     }
 
     #[test]
+    fn bad_bfq_and_cfq_settings_name_the_key_and_what_is_expected() {
+        use crate::scenario::Scenario;
+        let load = |dev: &str, extra: &str| {
+            let toml = format!(
+                "[devices.sda]\n{dev}\n{extra}\n[filesystems.f]\ndevice = \"sda\"\n[jobs.dd]\nbs = \"1M\"\n"
+            );
+            Scenario::load_str(&toml, "t.toml", "t", &[])
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        let hdd = "type = \"hdd\"";
+        assert!(load(hdd, "queue.scheduler = \"bfq\"").is_ok());
+        let e = load(
+            hdd,
+            "queue.scheduler = \"bfq\"\nqueue.iosched.low_latency = 1",
+        )
+        .unwrap_err();
+        assert!(e.contains("t.toml:") && e.contains("weight raising"), "{e}");
+        let e = load(
+            hdd,
+            "queue.scheduler = \"bfq\"\nqueue.iosched.slice_sync = 10",
+        )
+        .unwrap_err();
+        assert!(e.contains("slice_sync") && e.contains("\"cfq\""), "{e}");
+        let e = load(
+            hdd,
+            "queue.scheduler = \"bfq\"\nqueue.cfq.async_in_root = false",
+        )
+        .unwrap_err();
+        assert!(e.contains("async_in_root"), "{e}");
+        let e = load("type = \"ssd\"", "queue.scheduler = \"cfq\"").unwrap_err();
+        assert!(e.contains("driver slots"), "{e}");
+        let e = load(hdd, "queue.scheduler = \"cfq\"\nqueue.iosched.quantum = 0").unwrap_err();
+        assert!(e.contains("quantum") && e.contains("> 0"), "{e}");
+    }
+
+    #[test]
     fn async_charge_factor_applies_only_to_a_symmetric_root_scenario() {
         let mut b = Bfq::new(BfqTunables::default(), &[100, 100]);
         let a = b.queue(key(0));
