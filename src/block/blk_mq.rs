@@ -48,6 +48,11 @@ pub struct Request {
     pub opf: u8,
     /// The request holds a wbt token (`WBT_TRACKED`).
     pub wbt_tracked: bool,
+    /// When the driver took it.
+    pub issued: Ns,
+    /// The cgroup whose request list its tag counts in (CFQ with
+    /// per-cgroup request lists), else `u32::MAX` (the shared pool).
+    pub rl_group: u32,
 }
 
 /// Who asks `blk_mq_get_tag` for a tag.
@@ -225,6 +230,8 @@ impl Kernel {
                 waiter: None,
                 opf,
                 wbt_tracked: false,
+                issued: now,
+                rl_group: u32::MAX,
             });
             self.devs[dev].stat.requests_issued += 1;
             if must_wait {
@@ -266,6 +273,9 @@ impl Kernel {
         from: TagFrom,
     ) -> bool {
         let now = self.now();
+        if let Some(g) = self.rl_group(dev, rq) {
+            return self.get_tag_per_cgroup(dev, rq, submitter, from, g);
+        }
         let d = &mut self.devs[dev];
         let full = d.tags_used >= d.nr_requests || !d.tag_waiters.is_empty();
         if from != TagFrom::FreedTag && full {
@@ -273,6 +283,100 @@ impl Kernel {
             self.devs[dev].tag_waiters.push_back(rq);
             return false;
         }
+        self.tag_taken(dev, rq, submitter, from, now);
+        true
+    }
+
+    /// The cgroup whose request list a request counts in: with CFQ's
+    /// per-cgroup async queues (`async_in_root = false`), TerAvest's
+    /// "block: Per cgroup request descriptor counts" gives each cgroup
+    /// `nr_requests` of its own (`get_request` against the group's
+    /// count); under BFQ each group's share of the tags is limited by its
+    /// weight (`bfqq_request_over_limit`). None: the device's shared tags
+    /// only.
+    fn rl_group(&self, dev: DevId, rq: ReqId) -> Option<u32> {
+        let s = &self.devs[dev].sched;
+        match (&s.cfq, &s.bfq) {
+            (Some(c), _) if !c.tun.async_in_root => Some(self.rq_qkey(rq, false).cg),
+            (_, Some(_)) => Some(self.rq_qkey(rq, false).cg),
+            _ => None,
+        }
+    }
+
+    /// Whether a request of cgroup `g` may take a tag now: under CFQ, while
+    /// its cgroup's list has room; under BFQ, while the device has a free
+    /// tag and the cgroup holds fewer than its share (`bfq_limit_depth`:
+    /// async writes get half the depth, sync writes 3/4, reads all; split
+    /// among the cgroups holding or wanting tags by their weights, at
+    /// least one: `bfqq_request_over_limit`).
+    fn rl_room(&self, dev: DevId, rq: ReqId, g: u32) -> bool {
+        let d = &self.devs[dev];
+        let used = d.sched.rl.get(g as usize).copied().unwrap_or(0);
+        let Some(b) = d.sched.bfq.as_ref() else {
+            return used < d.nr_requests;
+        };
+        if d.tags_used >= d.nr_requests {
+            return false;
+        }
+        let r = self.reqs[rq].as_ref().expect("rq");
+        let depth = u64::from(d.nr_requests);
+        let limit = if r.is_read() {
+            depth
+        } else if r.opf & crate::block::blk_wbt::REQ_SYNC != 0 {
+            depth * 3 / 4
+        } else {
+            depth / 2
+        };
+        let mut wsum = 0;
+        for (c, bg) in b.groups.iter().enumerate() {
+            let holds = d.sched.rl.get(c).copied().unwrap_or(0) > 0;
+            let wants = d
+                .tag_waiters
+                .iter()
+                .any(|&w| self.rl_group(dev, w) == Some(c as u32));
+            if holds || wants || c == g as usize {
+                wsum += bg.ent.weight;
+            }
+        }
+        let w = b.groups.get(g as usize).map_or(1, |x| x.ent.weight);
+        let share = ((limit * w + wsum / 2) / wsum.max(1)).max(1);
+        u64::from(used) < share
+    }
+
+    /// `blk_mq_get_tag` against the request's cgroup's limit: it waits
+    /// only behind requests of its own cgroup.
+    fn get_tag_per_cgroup(
+        &mut self,
+        dev: DevId,
+        rq: ReqId,
+        submitter: Option<Pid>,
+        from: TagFrom,
+        g: u32,
+    ) -> bool {
+        let now = self.now();
+        let waiters = self.devs[dev]
+            .tag_waiters
+            .iter()
+            .any(|&w| self.rl_group(dev, w) == Some(g));
+        self.reqs[rq].as_mut().expect("rq").rl_group = g;
+        if from != TagFrom::FreedTag && (waiters || !self.rl_room(dev, rq, g)) {
+            self.reqs[rq].as_mut().expect("rq").waiter = submitter;
+            self.devs[dev].tag_waiters.push_back(rq);
+            return false;
+        }
+        let rl = &mut self.devs[dev].sched.rl;
+        if rl.len() <= g as usize {
+            rl.resize(g as usize + 1, 0);
+        }
+        rl[g as usize] += 1;
+        self.tag_taken(dev, rq, submitter, from, now);
+        true
+    }
+
+    /// The request has its tag: it joins its submitter's plug or goes to
+    /// the queue.
+    fn tag_taken(&mut self, dev: DevId, rq: ReqId, submitter: Option<Pid>, from: TagFrom, now: Ns) {
+        let d = &mut self.devs[dev];
         d.tags_used += 1;
         // accounted from tag allocation, as blk-mq does
         d.stat.io_start(now);
@@ -290,7 +394,6 @@ impl Kernel {
             None if from == TagFrom::Submit => self.blk_mq_issue(rq, submitter),
             None => self.blk_mq_issue(rq, None),
         }
-        true
     }
 
     /// Whether any request of `pid` still waits for a wbt token or a tag,
@@ -341,6 +444,8 @@ impl Kernel {
         if self.devs[dev].sched.depth > 0 {
             self.blk_mq_sched_insert(dev, rq);
         } else {
+            let now = self.now();
+            self.reqs[rq].as_mut().expect("rq").issued = now;
             self.driver_queue_rq(dev, rq);
         }
     }
@@ -348,6 +453,31 @@ impl Kernel {
     /// A request completed: account it, end its bios, free its tag and give
     /// it to the oldest waiting request.
     pub fn request_done(&mut self, rq: ReqId, service: Ns) {
+        if self.cg.enabled {
+            self.blkcg_disk_time(rq);
+        }
+        let (dev, rl_group) = {
+            let r = self.reqs[rq].as_ref().expect("rq");
+            (r.dev, r.rl_group)
+        };
+        match self.devs[dev].elevator {
+            crate::scenario::Elevator::Bfq => {
+                let key = self.rq_qkey(rq, false);
+                self.bfq_completed(dev, key);
+            }
+            crate::scenario::Elevator::Cfq => {
+                let root = self.devs[dev]
+                    .sched
+                    .cfq
+                    .as_ref()
+                    .expect("cfq")
+                    .tun
+                    .async_in_root;
+                let key = self.rq_qkey(rq, root);
+                self.cfq_completed(dev, key);
+            }
+            _ => {}
+        }
         let r = self.reqs[rq].take().expect("rq completed twice");
         self.free_reqs.push(rq);
         let dev = r.dev;
@@ -384,12 +514,58 @@ impl Kernel {
                 self.wbt_tokens_granted(dev, granted);
             }
         }
-        self.blk_mq_put_tag(dev);
+        self.blk_mq_put_tag(dev, rl_group);
+    }
+
+    /// The device time a completing request took, to its cgroup: from its
+    /// issue or the previous completion, whichever is later (a device
+    /// serving one request at a time is busy with this one from then).
+    fn blkcg_disk_time(&mut self, rq: ReqId) {
+        let now = self.now();
+        let cg = {
+            let r = self.reqs[rq].as_ref().expect("rq");
+            self.bio_dirtier(r.pieces[0])
+        };
+        let r = self.reqs[rq].as_ref().expect("rq");
+        let warm = self.sc.run.warmup;
+        let d = &mut self.devs[r.dev];
+        let from = d.last_done.max(r.issued).max(warm);
+        d.last_done = now;
+        if now > from {
+            if d.cg_time.len() <= cg {
+                d.cg_time.resize(cg + 1, 0);
+            }
+            d.cg_time[cg] += now - from;
+        }
     }
 
     /// Free a tag and give it to the oldest request waiting for one.
-    pub fn blk_mq_put_tag(&mut self, dev: DevId) {
+    /// A request of a per-cgroup list frees its slot there and wakes the
+    /// oldest waiter of that cgroup.
+    pub fn blk_mq_put_tag(&mut self, dev: DevId, rl_group: u32) {
         self.devs[dev].tags_used -= 1;
+        if rl_group != u32::MAX {
+            self.devs[dev].sched.rl[rl_group as usize] -= 1;
+            // CFQ: the oldest waiter of the cgroup whose list has room;
+            // BFQ: the oldest waiter the limits now let through
+            let cfq = self.devs[dev].sched.cfq.is_some();
+            let i = self.devs[dev].tag_waiters.iter().position(|&w| {
+                let g = self.rl_group(dev, w);
+                if cfq {
+                    g == Some(rl_group)
+                } else {
+                    g.is_some_and(|g| self.rl_room(dev, w, g))
+                }
+            });
+            if let Some(next) = i.and_then(|i| self.devs[dev].tag_waiters.remove(i)) {
+                let waiter = self.reqs[next].as_ref().expect("rq").waiter;
+                self.blk_mq_get_tag(dev, next, waiter, TagFrom::FreedTag);
+                if let Some(pid) = waiter {
+                    self.wake_if_done_waiting(pid);
+                }
+            }
+            return;
+        }
         if let Some(next) = self.devs[dev].tag_waiters.pop_front() {
             let waiter = self.reqs[next].as_ref().expect("rq").waiter;
             self.blk_mq_get_tag(dev, next, waiter, TagFrom::FreedTag);

@@ -3,9 +3,11 @@
 //! device model (block/blk-core.c `submit_bio_noacct`, block/blk-mq.c
 //! `blk_mq_submit_bio`, block/blk-merge.c `__bio_split_to_limits`).
 
+pub mod bfq;
 pub mod blk_mq;
 pub mod blk_throttle;
 pub mod blk_wbt;
+pub mod cfq;
 pub mod mq_deadline;
 
 use crate::drivers::Driver;
@@ -219,6 +221,13 @@ pub struct BlockDev {
     pub throtl: Option<Throtl>,
     /// wbt's state (`queue/wbt_lat_usec`; off for bio-based devices).
     pub wbt: blk_wbt::RqWb,
+    /// Device time by the cgroup whose IO it served (ns, index: cgroup),
+    /// from the end of the warmup: the interval from a request's issue or
+    /// the previous completion, whichever is later, to its completion.
+    /// Kept only with cgroups (the isolation report's disk-time fractions).
+    pub cg_time: Vec<Ns>,
+    /// The last completion's time.
+    pub last_done: Ns,
 }
 
 impl BlockDev {
@@ -243,6 +252,14 @@ impl Kernel {
             );
             let dev_id = self.devs.len();
             let driver = self.driver_init(dev_id, &d);
+            // the groups' weights (index 0: the root) for BFQ and CFQ
+            let bfq_weights: Vec<u64> = std::iter::once(100)
+                .chain(self.sc.cgroups.iter().map(|c| u64::from(c.bfq_weight)))
+                .collect();
+            let cfq_weights: Vec<u64> = std::iter::once(crate::block::cfq::WEIGHT_DEFAULT)
+                .chain(self.sc.cgroups.iter().map(|c| u64::from(c.blkio_weight)))
+                .collect();
+            let jiffy = crate::sim::NSEC_PER_SEC / self.hz();
             // blk_throtl_init: the rule's dispatch work runs in a kworker
             let t = d.throttle;
             // the cgroups' io.max lines for this device
@@ -282,8 +299,19 @@ impl Kernel {
                 sched: crate::block::mq_deadline::SchedQueue {
                     depth: q.slots,
                     tun: d.queue.iosched,
+                    bfq: (d.queue.scheduler == crate::scenario::Elevator::Bfq)
+                        .then(|| Box::new(crate::block::bfq::Bfq::new(d.queue.bfq, &bfq_weights))),
+                    cfq: (d.queue.scheduler == crate::scenario::Elevator::Cfq).then(|| {
+                        Box::new(crate::block::cfq::Cfq::new(
+                            d.queue.cfq,
+                            &cfq_weights,
+                            jiffy,
+                        ))
+                    }),
                     ..Default::default()
                 },
+                cg_time: Vec::new(),
+                last_done: 0,
                 tags_used: 0,
                 tag_waiters: Default::default(),
                 stat: DiskStats::default(),
@@ -338,6 +366,23 @@ impl Kernel {
             BioOwner::PageRead | BioOwner::Dio { .. } => self.task_cgroup(b.submitter),
             _ => 0,
         }
+    }
+
+    /// The cgroup that dirtied a writeback bio's pages (the inode's
+    /// record of its first dirtier; without cgroup writeback the wb says
+    /// nothing), else the bio's blkcg: whose IO the device served.
+    pub fn bio_dirtier(&self, id: BioId) -> usize {
+        if !self.cg.enabled {
+            return 0;
+        }
+        let b = self.bios[id].as_ref().expect("bio");
+        if let Some(p) = b.parent {
+            return self.bio_dirtier(p);
+        }
+        if b.owner == BioOwner::Page && !self.sc.features.cgroup_writeback {
+            return self.cg.inodes.get(&b.ino).map_or(0, |i| i.dirtier);
+        }
+        self.bio_blkcg(id)
     }
 
     /// `blk_cgroup_bio_start`: count the bio in its cgroup's `io.stat`

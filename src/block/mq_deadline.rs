@@ -60,6 +60,13 @@ pub struct SchedQueue {
     pub starved: u32,
     /// The scheduler's tunables.
     pub tun: Tunables,
+    /// BFQ's or CFQ's state when it is the queue's scheduler (the waiting
+    /// requests stay in `waiting`, which is where merges find them).
+    pub bfq: Option<Box<crate::block::bfq::Bfq>>,
+    pub cfq: Option<Box<crate::block::cfq::Cfq>>,
+    /// Tags held per cgroup, where the scheduler limits them by cgroup
+    /// (CFQ's per-cgroup request lists, BFQ's `bfqq_request_over_limit`).
+    pub rl: Vec<u32>,
 }
 
 /// `read_expire`: 500 ms.
@@ -120,7 +127,7 @@ fn find_merge(
 
 impl Kernel {
     fn dd_active(&self, dev: DevId) -> bool {
-        self.devs[dev].elevator == Elevator::MqDeadline && self.devs[dev].sched.depth > 0
+        self.devs[dev].elevator != Elevator::None && self.devs[dev].sched.depth > 0
     }
 
     /// `blk_mq_sched_insert_request`: a request with a tag goes to the
@@ -134,6 +141,11 @@ impl Kernel {
         let q = &mut self.devs[dev].sched;
         q.waiting.push_back(rq);
         q.reads_waiting += u32::from(read);
+        match self.devs[dev].elevator {
+            Elevator::Bfq => self.bfq_insert(dev, rq),
+            Elevator::Cfq => self.cfq_insert(dev, rq),
+            _ => {}
+        }
         self.blk_mq_run_hw_queue(dev);
     }
 
@@ -148,9 +160,11 @@ impl Kernel {
             let Some(rq) = self.dd_dispatch(dev) else {
                 break;
             };
+            let now = self.now();
             let q = &mut self.devs[dev].sched;
             q.inflight += 1;
-            let r = self.reqs[rq].as_ref().expect("rq");
+            let r = self.reqs[rq].as_mut().expect("rq");
+            r.issued = now;
             if r.is_read() {
                 q.reads_waiting -= 1;
                 q.next_pos_read = r.sector + r.nr_sectors;
@@ -236,13 +250,18 @@ impl Kernel {
         st.merged(read);
         st.io_gone(now);
         st.requests_issued -= 1; // it never reaches the driver
-        self.blk_mq_put_tag(dev);
+        self.blk_mq_put_tag(dev, gone.rl_group);
         true
     }
 
     /// `dd_dispatch_request`: take the next waiting request for the driver.
     /// With `none`, the oldest.
     pub fn dd_dispatch(&mut self, dev: DevId) -> Option<ReqId> {
+        match self.devs[dev].elevator {
+            Elevator::Bfq => return self.bfq_dispatch(dev),
+            Elevator::Cfq => return self.cfq_dispatch(dev),
+            _ => {}
+        }
         let now = self.now();
         let sorted = self.devs[dev].elevator == Elevator::MqDeadline;
         let q = &mut self.devs[dev].sched;

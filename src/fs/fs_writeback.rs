@@ -695,7 +695,7 @@ impl Kernel {
                 self.wb_bandwidth_estimate_start(wb);
             }
             let runs = std::mem::take(&mut p.spare);
-            if self.cg.enabled {
+            if self.cg.enabled && self.sc.features.cgroup_writeback {
                 self.wbc_attach_inode(ino);
             }
             p.inode = Some(self.writepages_start(pid, ino, chunk, runs));
@@ -742,7 +742,7 @@ impl Kernel {
             p.start
         };
         self.requeue_inode(wp.ino, wp.nr_to_write, dirtied_before);
-        if self.cg.enabled {
+        if self.cg.enabled && self.sc.features.cgroup_writeback {
             self.wbc_detach_inode(pid, wp.ino);
         }
         p.spare = wp.into_runs();

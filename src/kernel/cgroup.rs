@@ -52,12 +52,21 @@ pub struct CgroupConf {
     /// default 100): parsed and kept for io.cost and BFQ.
     pub io_weight: u32,
     pub bfq_weight: u32,
+    /// cgroup v1's `blkio.weight` (10–1000, default 500): CFQ's group
+    /// weight (`queue.scheduler = "cfq"`).
+    pub blkio_weight: u32,
     /// `io.max`, by device (index in `Scenario::devices`).
     pub io_max: Vec<(DevId, IoMax)>,
 }
 
 /// The keys under `cgroups.NAME`.
-pub const CGROUP_KEYS: &[&str] = &["memory.max", "memory.high", "io.weight", "io.bfq.weight"];
+pub const CGROUP_KEYS: &[&str] = &[
+    "memory.max",
+    "memory.high",
+    "io.weight",
+    "io.bfq.weight",
+    "blkio.weight",
+];
 /// The keys under `cgroups.NAME.io.max.DEV`.
 pub const IO_MAX_KEYS: &[&str] = &["rbps", "wbps", "riops", "wiops"];
 
@@ -116,6 +125,9 @@ pub(crate) fn read_cgroups(
         let bfq_weight = r
             .uint(&p("io.bfq.weight"), 1, 1000)?
             .map_or(100, |x| x.0 as u32);
+        let blkio_weight = r
+            .uint(&p("blkio.weight"), 10, 1000)?
+            .map_or(500, |x| x.0 as u32);
         let mut io_max = Vec::new();
         for (dev, dorigin) in r.raw.names_under(&p("io.max")) {
             let Some(d) = devices.iter().position(|x| x.name == dev) else {
@@ -155,6 +167,7 @@ pub(crate) fn read_cgroups(
             memory_high,
             io_weight,
             bfq_weight,
+            blkio_weight,
             io_max,
         });
     }
@@ -248,6 +261,9 @@ pub struct InodeCg {
     pub dirty_by: Vec<(usize, u64)>,
     /// Pages under writeback by memcg, in the order they started.
     pub wb_by: Vec<(usize, u64)>,
+    /// The cgroup of the inode's first dirtier (what a 2011 blkio-track
+    /// record of its pages would say when one task writes the file).
+    pub dirtier: usize,
     /// The flusher's round on the inode, while it runs.
     pub wbc: Option<crate::fs::cgroup_writeback::Wbc>,
 }
@@ -370,8 +386,88 @@ impl Kernel {
                 c.file_writeback * ps
             );
             out.push((format!("{dir}/memory.stat"), mem.into_bytes()));
+            // cgroup v1's blkio.time (ms) and blkio.sectors under CFQ
+            let ci = self.cg.list.iter().position(|x| x.id == c.id).unwrap_or(0);
+            let (mut time, mut sectors) = (String::new(), String::new());
+            for dev in &self.devs {
+                if let Some(cfq) = dev.sched.cfq.as_ref() {
+                    let g = &cfq.groups[ci];
+                    time += &format!("{}:{} {}\n", dev.major, dev.minor, g.time / 1_000_000);
+                    sectors += &format!("{}:{} {}\n", dev.major, dev.minor, g.sectors);
+                }
+            }
+            if !time.is_empty() {
+                out.push((format!("{dir}/blkio.time"), time.into_bytes()));
+                out.push((format!("{dir}/blkio.sectors"), sectors.into_bytes()));
+            }
+        }
+        if let Some(iso) = self.sc.isolation {
+            out.push((
+                "isolation.txt".to_string(),
+                self.isolation_report(iso).into_bytes(),
+            ));
         }
         out
+    }
+
+    /// Seed 003's report of one experiment (the blkcgroup test's lines):
+    /// each cgroup's disk-time fraction (DTF, per 1000, truncated) on the
+    /// device where the cgroups' IO took the most time, and the largest
+    /// distance (rounded) from its weight's share: `blkio.weight` under
+    /// CFQ, `io.bfq.weight` under BFQ, `io.weight` otherwise. The disk
+    /// time is the device's, by whose IO it served (`cg_time`), from the
+    /// end of the warmup; the root (journal, metadata) is left out.
+    pub fn isolation_report(&self, iso: crate::scenario::Isolation) -> String {
+        let n = self.sc.cgroups.len();
+        let Some(dev) = (0..self.devs.len()).max_by_key(|&d| {
+            let t = &self.devs[d].cg_time;
+            (1..=n).map(|g| t.get(g).copied().unwrap_or(0)).sum::<u64>()
+        }) else {
+            return String::new();
+        };
+        let d = &self.devs[dev];
+        let times: Vec<u64> = (1..=n)
+            .map(|g| d.cg_time.get(g).copied().unwrap_or(0))
+            .collect();
+        let weights: Vec<u64> = self
+            .sc
+            .cgroups
+            .iter()
+            .map(|c| {
+                u64::from(match d.elevator {
+                    crate::scenario::Elevator::Cfq => c.blkio_weight,
+                    crate::scenario::Elevator::Bfq => c.bfq_weight,
+                    _ => c.io_weight,
+                })
+            })
+            .collect();
+        let (tt, wt) = (
+            times.iter().sum::<u64>().max(1),
+            weights.iter().sum::<u64>().max(1),
+        );
+        let dtf: Vec<String> = times.iter().map(|&t| (t * 1000 / tt).to_string()).collect();
+        // the largest |1000 t/T − 1000 w/W|, in 1/(T W) units, rounded
+        let err_num = times
+            .iter()
+            .zip(&weights)
+            .map(|(&t, &w)| {
+                (u128::from(t) * u128::from(wt)).abs_diff(u128::from(w) * u128::from(tt))
+            })
+            .max()
+            .unwrap_or(0);
+        let den = u128::from(tt) * u128::from(wt);
+        let err = ((err_num * 1000 * 2 + den) / (den * 2)) as u64;
+        let e = iso.experiment;
+        let verdict = if err <= iso.allowed {
+            "PASSED"
+        } else {
+            "FAILED"
+        };
+        format!(
+            "experiment {e} achieved DTFs: {}\nexperiment {e} {verdict}: max observed error is {err}, allowed is {}\n",
+            dtf.join(", "),
+            iso.allowed
+        )
     }
 
     /// Count a bio's completion in its cgroup's `io.stat`.

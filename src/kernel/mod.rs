@@ -47,6 +47,8 @@ pub enum Ev {
     BwDwork { wb: u32 },
     /// blk-throttle's pending timer: release the bios whose budget is there.
     ThrotlTimer { dev: u32 },
+    /// BFQ's or CFQ's idle slice timer (stale if `gen` moved on).
+    ElvIdle { dev: u32, gen: u32 },
     /// wbt's monitoring window ends (`wb_timer_fn`).
     WbtTimer { dev: u32 },
     /// jbd2's commit timer for transaction `tid` of a superblock.
@@ -388,6 +390,10 @@ impl Kernel {
             Ev::BwDwork { wb } => self.wb_update_bandwidth_dwork(wb as usize),
             Ev::ThrotlTimer { dev } => self.blk_throtl_timer(dev as usize),
             Ev::WbtTimer { dev } => self.wbt_timer(dev as usize),
+            Ev::ElvIdle { dev, gen } => match self.devs[dev as usize].elevator {
+                crate::scenario::Elevator::Bfq => self.bfq_idle_timer(dev as usize, gen),
+                _ => self.cfq_idle_timer(dev as usize, gen),
+            },
             Ev::JournalCommit { sb, tid } => self.jbd2_commit_timer(sb as usize, tid),
             Ev::XfsLogWorker { sb } => self.xfs_log_worker(sb as usize),
             Ev::ReqDone { rq } => {

@@ -233,7 +233,7 @@ impl Kernel {
     /// run has no cgroups or the task's memcg is the wb's.
     #[inline]
     pub fn wb_of_current(&mut self, pid: Pid, wb: WbId) -> WbId {
-        if !self.cg.enabled {
+        if !self.cg.enabled || !self.sc.features.cgroup_writeback {
             return wb;
         }
         let cg = self.task_cgroup(pid);
@@ -247,7 +247,7 @@ impl Kernel {
     /// wb the task's next check throttles against, once it exists).
     #[inline]
     pub fn wb_lookup_current(&self, pid: Pid, wb: WbId) -> WbId {
-        if !self.cg.enabled {
+        if !self.cg.enabled || !self.sc.features.cgroup_writeback {
             return wb;
         }
         let cg = self.task_cgroup(pid);

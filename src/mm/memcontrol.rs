@@ -85,10 +85,18 @@ impl Kernel {
     #[inline(never)]
     pub fn inode_attach_wb(&mut self, pid: Pid, ino: InodeId) {
         let cg = self.task_cgroup(pid);
-        let bdi = self.wbs[self.inodes[ino].wb].bdi;
-        let wb = self.wb_get_create(bdi, cg);
-        self.inodes[ino].wb = wb;
-        self.cg.inodes.insert(ino, InodeCg::default());
+        if self.sc.features.cgroup_writeback {
+            let bdi = self.wbs[self.inodes[ino].wb].bdi;
+            let wb = self.wb_get_create(bdi, cg);
+            self.inodes[ino].wb = wb;
+        }
+        self.cg.inodes.insert(
+            ino,
+            InodeCg {
+                dirtier: cg,
+                ..Default::default()
+            },
+        );
     }
 
     /// The memcg half of `folio_account_dirtied` for `added` pages `pid`
@@ -106,7 +114,7 @@ impl Kernel {
         }
         self.memcg_reclaim(cg);
         let wb = self.inodes[ino].wb;
-        if added > 0 && self.wbs[wb].memcg != cg {
+        if added > 0 && self.wbs[wb].memcg != cg && self.sc.features.cgroup_writeback {
             self.track_foreign_dirty(pid, ino, wb, cg);
         }
     }

@@ -216,13 +216,21 @@ pub struct Queue {
     /// queue/iosched/ of mq-deadline: `read_expire`, `write_expire` (ms),
     /// `writes_starved`.
     pub iosched: crate::block::mq_deadline::Tunables,
+    /// queue/iosched/ of BFQ (`slice_idle`, `timeout_sync`, `max_budget`,
+    /// `back_seek_max`, `back_seek_penalty`, `fifo_expire_*`).
+    pub bfq: crate::block::bfq::BfqTunables,
+    /// queue/iosched/ of CFQ, and `queue.cfq.async_in_root`.
+    pub cfq: crate::block::cfq::CfqTunables,
 }
 
-/// `queue/scheduler`: `none`, or `mq-deadline` (block/mq-deadline.c).
+/// `queue/scheduler`: `none`, `mq-deadline` (block/mq-deadline.c), `bfq`
+/// (block/bfq-iosched.c) or `cfq` (2.6.38–4.x block/cfq-iosched.c).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Elevator {
     None,
     MqDeadline,
+    Bfq,
+    Cfq,
 }
 
 /// The bdi's sysfs knobs and its starting state. The kernel keeps a
@@ -386,6 +394,14 @@ pub struct Features {
     /// fixed 100 ms, and direct reclaimers' `wait_iff_congested`, which
     /// with blk-mq never sleeps).
     pub reclaim_throttle_v5_16: bool,
+    /// cgroup writeback (4.2): an inode's wb is its first dirtier's
+    /// memcg's, with per-memcg dirty limits, foreign detection and
+    /// switching, and writeback bios charged to the wb's blkcg; false: every
+    /// inode stays on the bdi's root wb and writeback is the root's IO (a
+    /// 2011 kernel), and CFQ's per-cgroup async queues (its
+    /// `async_in_root = false`) find the dirtier in the inode's record of
+    /// its first dirtier, as TerAvest's page tracking did.
+    pub cgroup_writeback: bool,
 }
 
 impl Features {
@@ -405,6 +421,9 @@ impl Features {
             plug_merge_any: false,
             requeue_expiry_v6_10: v6,
             reclaim_throttle_v5_16: v6,
+            // on under every policy, so that a run's cgroups behave alike
+            // whichever throttle it picks (a 2011 kernel sets it false)
+            cgroup_writeback: true,
         }
     }
 }
@@ -533,6 +552,18 @@ pub struct Scenario {
     pub events: Vec<KnobEvent>,
     pub trace: Trace,
     pub fidelity: Fidelity,
+    /// `[isolation]`: write seed 003's isolation report (`isolation.txt`).
+    pub isolation: Option<Isolation>,
+}
+
+/// `[isolation]`: the blkcgroup test's report of one experiment (seed
+/// 003): each cgroup's disk-time fraction against its weight's share.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Isolation {
+    /// `experiment`: the number printed in the report's lines.
+    pub experiment: u64,
+    /// `allowed`: the largest error (per 1000) that passes; 150.
+    pub allowed: u64,
 }
 
 /// The built-in default scenario: 10 dd writers with 1 MiB blocks on a
@@ -625,6 +656,19 @@ pub(crate) const DEVICE_KEYS: &[&str] = &[
     "queue.iosched.read_expire",
     "queue.iosched.write_expire",
     "queue.iosched.writes_starved",
+    "queue.iosched.slice_idle",
+    "queue.iosched.slice_idle_us",
+    "queue.iosched.timeout_sync",
+    "queue.iosched.max_budget",
+    "queue.iosched.back_seek_max",
+    "queue.iosched.back_seek_penalty",
+    "queue.iosched.fifo_expire_sync",
+    "queue.iosched.fifo_expire_async",
+    "queue.iosched.low_latency",
+    "queue.iosched.slice_sync",
+    "queue.iosched.slice_async",
+    "queue.iosched.quantum",
+    "queue.cfq.async_in_root",
     "queue.read_ahead_kb",
     "bdi.min_ratio",
     "bdi.max_ratio",
@@ -982,6 +1026,18 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     let trace = read_trace(&mut r)?;
     let events = read_events(&mut r, &devices, run.duration, page_size)?;
     let fidelity = read_fidelity(&mut r)?;
+    let isolation = if r.raw.tables.contains_key("isolation")
+        || r.raw.entries.keys().any(|k| k.starts_with("isolation."))
+    {
+        Some(Isolation {
+            experiment: r
+                .uint("isolation.experiment", 0, 1 << 20)?
+                .map_or(0, |x| x.0),
+            allowed: r.uint("isolation.allowed", 0, 1000)?.map_or(150, |x| x.0),
+        })
+    } else {
+        None
+    };
 
     let scen_name = r
         .string("name", "a name")?
@@ -1011,6 +1067,7 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
         events,
         trace,
         fidelity,
+        isolation,
     })
 }
 
@@ -1094,13 +1151,31 @@ fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
             .unwrap_or(128);
         // the kernel picks mq-deadline for a single-queue device (a SATA
         // disk) and none for loop, NVMe-like SSDs and md
-        let scheduler = match r.choice(&p("queue.scheduler"), &["none", "mq-deadline"])? {
-            Some((v, _)) if v == "mq-deadline" => Elevator::MqDeadline,
+        let scheduler = match r.choice(
+            &p("queue.scheduler"),
+            &["none", "mq-deadline", "bfq", "cfq"],
+        )? {
+            Some((v, e)) if v != "none" => {
+                if matches!(v.as_str(), "bfq" | "cfq") && info.slots == 0 {
+                    return err(
+                        &e.origin,
+                        format!("`queue.scheduler` = \"{v}\" on a `{}` device, which has no driver slots for requests to wait for; expected a disk or hdd", kind.type_name()),
+                    );
+                }
+                match v.as_str() {
+                    "mq-deadline" => Elevator::MqDeadline,
+                    "bfq" => Elevator::Bfq,
+                    _ => Elevator::Cfq,
+                }
+            }
             Some(_) => Elevator::None,
             None => info.scheduler,
         };
+        // blk_mq_init_sched's 2 × min(depth, BLKDEV_MAX_RQ) for an
+        // elevator; CFQ's legacy queue had BLKDEV_MAX_RQ (128) requests
         let default_nr = match scheduler {
-            Elevator::MqDeadline => info.nr_requests_sched,
+            Elevator::MqDeadline | Elevator::Bfq => info.nr_requests_sched,
+            Elevator::Cfq => 128,
             Elevator::None => info.nr_requests,
         };
         let nr_requests = r
@@ -1119,6 +1194,7 @@ fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
             None => u64::MAX,
         };
         let iosched = parse_iosched(r, &p, scheduler)?;
+        let (bfq, cfq) = parse_prop_iosched(r, &p, scheduler)?;
         // VM_READAHEAD_PAGES: 128 KiB
         let read_ahead_kb = r
             .uint(&p("queue.read_ahead_kb"), 0, 1 << 20)?
@@ -1181,6 +1257,8 @@ fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
                 scheduler,
                 wbt_lat_usec,
                 iosched,
+                bfq,
+                cfq,
                 read_ahead_kb,
             },
         });
@@ -1224,6 +1302,139 @@ fn parse_iosched(
         }
     }
     Ok(t)
+}
+
+/// `queue.iosched.*` of BFQ and CFQ (their sysfs names and units: ms
+/// unless the name says `_us`; `back_seek_max` in KiB, `max_budget` in
+/// sectors) and `queue.cfq.async_in_root`, each only under its scheduler.
+fn parse_prop_iosched(
+    r: &mut Reader,
+    p: &dyn Fn(&str) -> String,
+    scheduler: Elevator,
+) -> Result<
+    (
+        crate::block::bfq::BfqTunables,
+        crate::block::cfq::CfqTunables,
+    ),
+    ScenarioError,
+> {
+    let mut b = crate::block::bfq::BfqTunables::default();
+    let mut c = crate::block::cfq::CfqTunables::default();
+    let ms = crate::sim::NSEC_PER_MSEC;
+    const BFQ: &[&str] = &[
+        "slice_idle",
+        "slice_idle_us",
+        "timeout_sync",
+        "max_budget",
+        "back_seek_max",
+        "back_seek_penalty",
+        "fifo_expire_sync",
+        "fifo_expire_async",
+        "low_latency",
+    ];
+    const CFQ: &[&str] = &[
+        "slice_idle",
+        "slice_sync",
+        "slice_async",
+        "quantum",
+        "back_seek_max",
+        "back_seek_penalty",
+        "fifo_expire_sync",
+        "fifo_expire_async",
+    ];
+    let all: Vec<&str> = BFQ.iter().chain(CFQ.iter()).copied().collect();
+    let mut seen = std::collections::BTreeSet::new();
+    for k in all {
+        if !seen.insert(k) {
+            continue;
+        }
+        let key = format!("queue.iosched.{k}");
+        let Some((v, e)) = r.uint(&p(&key), 0, 1 << 30)? else {
+            continue;
+        };
+        // a key of the other proportional scheduler is an error; under
+        // mq-deadline the keys are kept and unused (sysfs would have no
+        // such file, but a scenario switching schedulers with `--set`
+        // keeps its tunables)
+        let ok = match scheduler {
+            Elevator::Bfq => BFQ.contains(&k),
+            Elevator::Cfq => CFQ.contains(&k),
+            Elevator::MqDeadline => true,
+            Elevator::None => false,
+        };
+        if !ok {
+            return err(
+                &e.origin,
+                format!("`{key}` is not a tunable of this queue's scheduler; expected it with `queue.scheduler` = {}", if BFQ.contains(&k) && CFQ.contains(&k) { "\"bfq\" or \"cfq\"" } else if BFQ.contains(&k) { "\"bfq\"" } else { "\"cfq\"" }),
+            );
+        }
+        let pos = |what: &str| -> Result<(), ScenarioError> {
+            if v == 0 {
+                return err(&e.origin, format!("`{key}` = 0; expected {what} > 0"));
+            }
+            Ok(())
+        };
+        match k {
+            "low_latency" if v != 0 => {
+                return err(
+                    &e.origin,
+                    format!("`{key}` = {v}: BFQ's weight raising is not modelled; expected 0"),
+                )
+            }
+            "low_latency" => {}
+            "slice_idle" => {
+                b.slice_idle = v * ms;
+                c.slice_idle = v * ms;
+            }
+            "slice_idle_us" => b.slice_idle = v * 1000,
+            "timeout_sync" => {
+                pos("a timeout in ms")?;
+                b.timeout_sync = v * ms
+            }
+            "max_budget" => b.max_budget = v,
+            "back_seek_max" => {
+                b.back_seek_max = v;
+                c.back_seek_max = v;
+            }
+            "back_seek_penalty" => {
+                pos("a penalty")?;
+                b.back_seek_penalty = v;
+                c.back_seek_penalty = v;
+            }
+            "fifo_expire_sync" => {
+                b.fifo_expire_sync = v * ms;
+                c.fifo_expire_sync = v * ms;
+            }
+            "fifo_expire_async" => {
+                b.fifo_expire_async = v * ms;
+                c.fifo_expire_async = v * ms;
+            }
+            "slice_sync" => {
+                pos("a slice in ms")?;
+                c.slice_sync = v * ms
+            }
+            "slice_async" => {
+                pos("a slice in ms")?;
+                c.slice_async = v * ms
+            }
+            _ => {
+                pos("a request count")?;
+                c.quantum = v as u32
+            }
+        }
+    }
+    let path = p("queue.cfq.async_in_root");
+    let origin = r.raw.entries.get(&path).map(|e| e.origin.clone());
+    if let Some(v) = r.boolean(&path, true)? {
+        if !matches!(scheduler, Elevator::Cfq | Elevator::MqDeadline) {
+            return err(
+                &origin.unwrap_or(Origin::Builtin),
+                "`queue.cfq.async_in_root` on a queue whose scheduler is not CFQ; expected `queue.scheduler = \"cfq\"` with it".to_string(),
+            );
+        }
+        c.async_in_root = v;
+    }
+    Ok((b, c))
 }
 
 /// `[filesystems.NAME]`: each on a device of its own (a stacked device's
@@ -1411,7 +1622,10 @@ fn feature_defaults(
         let q = d.kind.queue_info();
         // wbt_default_latency_nsec: 75 ms for rotational queues, 2 ms for
         // others; bio-based queues have no wbt
-        d.queue.wbt_lat_usec = if !features.wbt || q.bio_based {
+        // bfq_init_queue's wbt_disable_default: BFQ (and CFQ before it)
+        // switch wbt off
+        let prop = matches!(d.queue.scheduler, Elevator::Bfq | Elevator::Cfq);
+        d.queue.wbt_lat_usec = if !features.wbt || q.bio_based || prop {
             0
         } else if q.rotational {
             75_000
@@ -1825,6 +2039,7 @@ fn read_features(r: &mut Reader, policy: ThrottlePolicy) -> Result<Features, Sce
     flag(r, "wbt", &mut f.wbt)?;
     flag(r, "bw_dwork", &mut f.bw_dwork)?;
     flag(r, "dioread_nolock", &mut f.dioread_nolock)?;
+    flag(r, "cgroup_writeback", &mut f.cgroup_writeback)?;
     version(
         r,
         "blk_throttle",
