@@ -102,6 +102,10 @@ pub struct CacheSet {
     /// Buckets holding btree nodes.
     btree_buckets: Vec<u32>,
     pub gc_count: u64,
+    /// Scratch space for the keys an insert or a writeback meets, and the
+    /// stale keys GC drops (kept to spare an allocation each time).
+    hit: Vec<(u64, Key)>,
+    stale: Vec<u64>,
 }
 
 impl CacheSet {
@@ -144,6 +148,8 @@ impl CacheSet {
             open: Vec::new(),
             btree_buckets: Vec::new(),
             gc_count: 0,
+            hit: Vec::new(),
+            stale: Vec::new(),
         };
         // the btree root
         if let Some(b) = c.pick_invalidate() {
@@ -198,8 +204,14 @@ impl CacheSet {
             self.needs_gc = true;
             return;
         }
+        // the emptiest `free_batch`, in order (the pairs are distinct: a
+        // full sort's first `free_batch`)
+        if cand.len() > self.free_batch {
+            cand.select_nth_unstable(self.free_batch);
+            cand.truncate(self.free_batch);
+        }
         cand.sort_unstable();
-        for &(_, b) in cand.iter().take(self.free_batch) {
+        for &(_, b) in cand.iter() {
             let bk = &mut self.buckets[b as usize];
             bk.gen = bk.gen.wrapping_add(1);
             bk.pin = true;
@@ -291,14 +303,15 @@ impl CacheSet {
     /// overlap handling); the dirty live sectors removed are taken off the
     /// dirty count.
     fn cut(&mut self, s: u64, e: u64) {
-        let mut hit: Vec<(u64, Key)> = Vec::new();
+        let mut hit = std::mem::take(&mut self.hit);
+        hit.clear();
         for (&ks, k) in self.keys.range(..e).rev() {
             if ks + k.len as u64 <= s {
                 break;
             }
             hit.push((ks, *k));
         }
-        for (ks, k) in hit {
+        for &(ks, k) in hit.iter() {
             self.keys.remove(&ks);
             let ke = ks + k.len as u64;
             let live = self.live(&k);
@@ -325,6 +338,7 @@ impl CacheSet {
                 );
             }
         }
+        self.hit = hit;
     }
 
     /// Insert the key `[s, s + len)` at cache sector `cofs`, replacing what
@@ -370,7 +384,7 @@ impl CacheSet {
     /// A read-miss fill (`replace`): insert only where nothing is cached.
     pub fn insert_fill(&mut self, s: u64, len: u64, cofs: u64) {
         let e = s + len;
-        let mut gaps = Vec::new();
+        let mut gaps: crate::sim::vec1::Vec1<(u64, u64)> = Default::default();
         let mut pos = s;
         let first = self
             .keys
@@ -391,7 +405,7 @@ impl CacheSet {
         if pos < e {
             gaps.push((pos, e));
         }
-        for (a, b) in gaps {
+        for &(a, b) in gaps.as_slice() {
             self.insert(a, b - a, cofs + (a - s), false);
         }
     }
@@ -408,7 +422,8 @@ impl CacheSet {
     /// key). Returns the sectors cleaned: 0 is a writeback collision.
     pub fn writeback_done(&mut self, s: u64, len: u64, cofs: u64, gen: u8) -> u64 {
         let e = s + len;
-        let mut hit: Vec<(u64, Key)> = Vec::new();
+        let mut hit = std::mem::take(&mut self.hit);
+        hit.clear();
         for (&ks, k) in self.keys.range(..e).rev() {
             if ks + k.len as u64 <= s {
                 break;
@@ -419,7 +434,7 @@ impl CacheSet {
             }
         }
         let mut cleaned = 0;
-        for (ks, k) in hit {
+        for &(ks, k) in hit.iter() {
             let ke = ks + k.len as u64;
             let (a, b) = (ks.max(s), ke.min(e));
             self.keys.remove(&ks);
@@ -456,6 +471,7 @@ impl CacheSet {
                 cleaned += b - a;
             }
         }
+        self.hit = hit;
         cleaned
     }
 
@@ -483,13 +499,17 @@ impl CacheSet {
                 b.sectors_used = 0;
             }
         }
-        // the mark pass; stale keys go
+        // the mark pass; stale keys go (found on the walk, removed after
+        // it: a read-only walk is cheaper than `retain`'s)
         let bs = self.bucket_size;
         let buckets = &mut self.buckets;
-        self.keys.retain(|_, k| {
+        let mut stale = std::mem::take(&mut self.stale);
+        stale.clear();
+        for (&ks, k) in self.keys.iter() {
             let b = &mut buckets[(k.cofs / bs) as usize];
             if b.gen != k.gen {
-                return false;
+                stale.push(ks);
+                continue;
             }
             if b.mark != Mark::Metadata {
                 b.sectors_used += k.len;
@@ -500,8 +520,11 @@ impl CacheSet {
                 };
                 b.mark = b.mark.max(m);
             }
-            true
-        });
+        }
+        for ks in stale.iter() {
+            self.keys.remove(ks);
+        }
+        self.stale = stale;
         // the btree shrinks or grows with its keys
         let want = (self.keys.len() as u64).div_ceil(KEYS_PER_NODE).max(1) as usize;
         while self.btree_buckets.len() > want {

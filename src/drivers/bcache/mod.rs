@@ -371,6 +371,9 @@ pub struct BcacheState {
     pub samples: String,
     pub sample_t0: Option<crate::sim::Ns>,
     pub dev_index: u32,
+    /// A read's parts (start, sectors, the cache sector of a hit), kept to
+    /// spare an allocation per read.
+    pub read_parts: Vec<(u64, u64, Option<u64>)>,
 }
 
 impl BcacheState {
@@ -402,6 +405,7 @@ impl BcacheState {
             samples: String::new(),
             sample_t0: None,
             dev_index: 0,
+            read_parts: Vec::new(),
         }
     }
 
