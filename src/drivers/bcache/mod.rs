@@ -478,7 +478,8 @@ impl Kernel {
         let worker = self.new_task(comm, crate::kernel::Body::Kworker, None);
         let now = self.now();
         // the rate update is delayed work every update_seconds
-        let first = now + c.rate.update_seconds * crate::sim::NSEC_PER_SEC;
+        // (bch_cached_dev_writeback_start)
+        let first = self.bcache_delayed_work_time(c.rate.update_seconds * self.hz());
         self.q.schedule(
             first,
             crate::kernel::Ev::Bcache {
