@@ -374,6 +374,8 @@ pub struct BcacheState {
     /// A read's parts (start, sectors, the cache sector of a hit), kept to
     /// spare an allocation per read.
     pub read_parts: Vec<(u64, u64, Option<u64>)>,
+    /// The keys a read looks up, kept likewise.
+    pub read_keys: Vec<(u64, btree::Key)>,
 }
 
 impl BcacheState {
@@ -406,6 +408,7 @@ impl BcacheState {
             sample_t0: None,
             dev_index: 0,
             read_parts: Vec::new(),
+            read_keys: Vec::new(),
         }
     }
 

@@ -552,19 +552,10 @@ impl Kernel {
         parts.clear();
         {
             let b = self.bcache(dev);
-            let set = &b.set;
+            let mut keys = std::mem::take(&mut b.read_keys);
+            b.set.lookup(sector, end, &mut keys);
             let mut pos = sector;
-            let first = set
-                .keys
-                .range(..sector)
-                .next_back()
-                .filter(|(&ks, k)| ks + k.len as u64 > sector)
-                .map(|(&ks, _)| ks)
-                .unwrap_or(sector);
-            for (&ks, k) in set.keys.range(first..end) {
-                if !set.live(k) {
-                    continue;
-                }
+            for &(ks, k) in keys.iter() {
                 let (a, e) = (ks.max(pos), (ks + k.len as u64).min(end));
                 if a >= e {
                     continue;
@@ -578,6 +569,7 @@ impl Kernel {
             if pos < end {
                 parts.push((pos, end - pos, None));
             }
+            b.read_keys = keys;
         }
         let missed = parts.iter().any(|p| p.2.is_none());
         {
