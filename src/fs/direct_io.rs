@@ -35,7 +35,8 @@ impl Kernel {
         let ps = self.page_size();
         let spp = ps / 512;
         let opf = if read { REQ_READ } else { REQ_SYNC | REQ_IDLE };
-        let mut runs: Vec<(u64, u64)> = Vec::new(); // (sector, sectors)
+        // (sector, sectors); one run, inline, in the common case
+        let mut runs: crate::sim::vec1::Vec1<(u64, u64)> = Default::default();
         let (mut pos, end) = (off, off + len);
         while pos < end {
             let (sector, n) = match ino {
@@ -57,7 +58,7 @@ impl Kernel {
                 }
             };
             let n = n.max(1);
-            match runs.last_mut() {
+            match runs.as_mut_slice().last_mut() {
                 Some((s, k)) if *s + *k == sector => *k += n,
                 _ => runs.push((sector, n)),
             }
@@ -65,8 +66,8 @@ impl Kernel {
         }
         let (mut nbios, mut wait) = (0u32, false);
         let max = DIO_BIO_MAX_PAGES * spp;
-        let mut bios = Vec::new();
-        for (mut s, mut k) in runs {
+        let mut bios: crate::sim::vec1::Vec1<(u64, u64)> = Default::default();
+        for &(mut s, mut k) in runs.as_slice() {
             while k > 0 {
                 let n = k.min(max);
                 bios.push((s, n));
@@ -84,7 +85,7 @@ impl Kernel {
         }
         self.dio_expect(pid, tag, total);
         let plug = self.blk_start_plug(pid);
-        for (s, n) in bios {
+        for &(s, n) in bios.as_slice() {
             let bio = Bio {
                 dev,
                 sector: s,

@@ -1042,7 +1042,7 @@ impl Kernel {
 
     /// How late a timer's wakeup comes: uniform in [0, `wakeup_jitter`)
     /// (seeded; no draw when it is 0).
-    fn wakeup_lateness(&mut self) -> Ns {
+    pub(crate) fn wakeup_lateness(&mut self) -> Ns {
         let j = self.sc.machine.cost.wakeup_jitter;
         if j > 0 {
             self.rng.below(j)

@@ -8,7 +8,12 @@
 //! - `ratelimit`: write_bw, awrite_bw, dirty_ratelimit, task_ratelimit and
 //!   balanced_dirty_ratelimit from bdi_dirty_ratelimit;
 //! - `pause`: pause and period of each balance_dirty_pages call, one colour
-//!   per task.
+//!   per task;
+//! - for each bcache device, its controller's trajectory from the run's
+//!   `bcache-NAME.txt` samples (`bcache.rs`); a run with only these (no
+//!   balance_dirty_pages, as a raw fio job on the device) plots only them.
+
+pub mod bcache;
 
 use crate::trace::Record;
 use plotters::coord::Shift;
@@ -279,9 +284,13 @@ fn writers_cgroup(bdp: &[&Record], bdi: &str) -> i64 {
 /// the plot to one device (default: the bdi with most balance_dirty_pages lines).
 pub fn plot_dir(dir: &Path, bdi: Option<&str>) -> Result<Vec<PathBuf>, String> {
     register();
+    let bc = bcache::plot_bcache(dir)?;
     let tp = dir.join("trace.txt");
-    let text =
-        std::fs::read_to_string(&tp).map_err(|e| format!("cannot read {}: {e}", tp.display()))?;
+    let text = match std::fs::read_to_string(&tp) {
+        Ok(t) => t,
+        Err(_) if !bc.is_empty() => return Ok(bc),
+        Err(e) => return Err(format!("cannot read {}: {e}", tp.display())),
+    };
     let (mut recs, skipped) = crate::trace::parse_counted(&text);
     if let Some(m) = skipped.describe(&tp.display().to_string()) {
         eprintln!("wbsim: plot: {m}");
@@ -322,12 +331,15 @@ pub fn plot_dir(dir: &Path, bdi: Option<&str>) -> Result<Vec<PathBuf>, String> {
         .filter(|r| r.event == "global_dirty_state")
         .collect();
     if bdp.is_empty() && bdr.is_empty() && gds.is_empty() {
+        if !bc.is_empty() {
+            return Ok(bc);
+        }
         return Err(format!(
             "{} has no balance_dirty_pages, bdi_dirty_ratelimit or global_dirty_state lines",
             tp.display()
         ));
     }
-    let mut out = Vec::new();
+    let mut out = bc;
     // one time axis for all of a run's graphs
     let ts = bdp.iter().chain(&bdr).chain(&gds).map(|r| t(r));
     let (mut x0, mut x1) = ts.fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(x), b.max(x)));

@@ -102,6 +102,10 @@ pub struct CacheSet {
     /// Buckets holding btree nodes.
     btree_buckets: Vec<u32>,
     pub gc_count: u64,
+    /// Scratch space for the keys an insert or a writeback meets, and the
+    /// stale keys GC drops (kept to spare an allocation each time).
+    hit: Vec<(u64, Key)>,
+    stale: Vec<u64>,
 }
 
 impl CacheSet {
@@ -144,6 +148,8 @@ impl CacheSet {
             open: Vec::new(),
             btree_buckets: Vec::new(),
             gc_count: 0,
+            hit: Vec::new(),
+            stale: Vec::new(),
         };
         // the btree root
         if let Some(b) = c.pick_invalidate() {
@@ -198,8 +204,14 @@ impl CacheSet {
             self.needs_gc = true;
             return;
         }
+        // the emptiest `free_batch`, in order (the pairs are distinct: a
+        // full sort's first `free_batch`)
+        if cand.len() > self.free_batch {
+            cand.select_nth_unstable(self.free_batch);
+            cand.truncate(self.free_batch);
+        }
         cand.sort_unstable();
-        for &(_, b) in cand.iter().take(self.free_batch) {
+        for &(_, b) in cand.iter() {
             let bk = &mut self.buckets[b as usize];
             bk.gen = bk.gen.wrapping_add(1);
             bk.pin = true;
@@ -289,16 +301,21 @@ impl CacheSet {
 
     /// Cut the index's keys out of `[s, e)` (`bch_extent_insert_fixup`'s
     /// overlap handling); the dirty live sectors removed are taken off the
-    /// dirty count.
-    fn cut(&mut self, s: u64, e: u64) {
-        let mut hit: Vec<(u64, Key)> = Vec::new();
+    /// dirty count. Returns the key that then starts last before `s` (the
+    /// head left of a key across `s`, or the first key the walk down met
+    /// that ends at or before `s`), which spares the insert a search.
+    fn cut(&mut self, s: u64, e: u64) -> Option<(u64, Key)> {
+        let mut hit = std::mem::take(&mut self.hit);
+        hit.clear();
+        let mut before = None;
         for (&ks, k) in self.keys.range(..e).rev() {
             if ks + k.len as u64 <= s {
+                before = Some((ks, *k));
                 break;
             }
             hit.push((ks, *k));
         }
-        for (ks, k) in hit {
+        for &(ks, k) in hit.iter() {
             self.keys.remove(&ks);
             let ke = ks + k.len as u64;
             let live = self.live(&k);
@@ -306,13 +323,12 @@ impl CacheSet {
                 self.dirty_sectors -= ke.min(e) - ks.max(s);
             }
             if ks < s {
-                self.keys.insert(
-                    ks,
-                    Key {
-                        len: (s - ks) as u32,
-                        ..k
-                    },
-                );
+                let head = Key {
+                    len: (s - ks) as u32,
+                    ..k
+                };
+                self.keys.insert(ks, head);
+                before = Some((ks, head));
             }
             if ke > e {
                 self.keys.insert(
@@ -325,6 +341,8 @@ impl CacheSet {
                 );
             }
         }
+        self.hit = hit;
+        before
     }
 
     /// Insert the key `[s, s + len)` at cache sector `cofs`, replacing what
@@ -332,12 +350,12 @@ impl CacheSet {
     /// merged into it (`bch_extent_merge`). Returns whether a new btree
     /// node's bucket could not be had.
     pub fn insert(&mut self, s: u64, len: u64, cofs: u64, dirty: bool) {
-        self.cut(s, s + len);
+        let before = self.cut(s, s + len);
         let gen = self.gen_at(cofs);
         if dirty {
             self.dirty_sectors += len;
         }
-        if let Some((&ps, p)) = self.keys.range_mut(..s).next_back() {
+        if let Some((ps, p)) = before {
             if ps + p.len as u64 == s
                 && p.cofs + p.len as u64 == cofs
                 && p.gen == gen
@@ -345,7 +363,7 @@ impl CacheSet {
                 && !cofs.is_multiple_of(self.bucket_size)
                 && p.len as u64 + len <= MAX_KEY_SECTORS
             {
-                p.len += len as u32;
+                self.keys.get_mut(&ps).expect("the key before").len += len as u32;
                 return;
             }
         }
@@ -367,31 +385,45 @@ impl CacheSet {
         }
     }
 
+    /// The live keys overlapping `[s, e)`, in ascending order, into `out`
+    /// (cleared first): one walk down from `e`.
+    pub fn lookup(&self, s: u64, e: u64, out: &mut Vec<(u64, Key)>) {
+        out.clear();
+        for (&ks, k) in self.keys.range(..e).rev() {
+            if ks + k.len as u64 <= s {
+                break;
+            }
+            if self.live(k) {
+                out.push((ks, *k));
+            }
+        }
+        out.reverse();
+    }
+
     /// A read-miss fill (`replace`): insert only where nothing is cached.
     pub fn insert_fill(&mut self, s: u64, len: u64, cofs: u64) {
         let e = s + len;
-        let mut gaps = Vec::new();
-        let mut pos = s;
-        let first = self
-            .keys
-            .range(..s)
-            .next_back()
-            .filter(|(&ks, k)| ks + k.len as u64 > s)
-            .map(|(&ks, _)| ks)
-            .unwrap_or(s);
-        for (&ks, k) in self.keys.range(first..e) {
+        // the gaps between the live keys over [s, e), found walking down
+        // from e (the keys are disjoint), inserted in ascending order
+        let mut gaps: crate::sim::vec1::Vec1<(u64, u64)> = Default::default();
+        let mut hi = e;
+        for (&ks, k) in self.keys.range(..e).rev() {
+            let ke = ks + k.len as u64;
+            if ke <= s {
+                break;
+            }
             if !self.live(k) {
                 continue;
             }
-            if ks > pos {
-                gaps.push((pos, ks));
+            if ke < hi {
+                gaps.push((ke, hi));
             }
-            pos = pos.max(ks + k.len as u64);
+            hi = hi.min(ks);
         }
-        if pos < e {
-            gaps.push((pos, e));
+        if hi > s {
+            gaps.push((s, hi));
         }
-        for (a, b) in gaps {
+        for &(a, b) in gaps.as_slice().iter().rev() {
             self.insert(a, b - a, cofs + (a - s), false);
         }
     }
@@ -408,7 +440,8 @@ impl CacheSet {
     /// key). Returns the sectors cleaned: 0 is a writeback collision.
     pub fn writeback_done(&mut self, s: u64, len: u64, cofs: u64, gen: u8) -> u64 {
         let e = s + len;
-        let mut hit: Vec<(u64, Key)> = Vec::new();
+        let mut hit = std::mem::take(&mut self.hit);
+        hit.clear();
         for (&ks, k) in self.keys.range(..e).rev() {
             if ks + k.len as u64 <= s {
                 break;
@@ -419,7 +452,7 @@ impl CacheSet {
             }
         }
         let mut cleaned = 0;
-        for (ks, k) in hit {
+        for &(ks, k) in hit.iter() {
             let ke = ks + k.len as u64;
             let (a, b) = (ks.max(s), ke.min(e));
             self.keys.remove(&ks);
@@ -456,6 +489,7 @@ impl CacheSet {
                 cleaned += b - a;
             }
         }
+        self.hit = hit;
         cleaned
     }
 
@@ -483,13 +517,17 @@ impl CacheSet {
                 b.sectors_used = 0;
             }
         }
-        // the mark pass; stale keys go
+        // the mark pass; stale keys go (found on the walk, removed after
+        // it: a read-only walk is cheaper than `retain`'s)
         let bs = self.bucket_size;
         let buckets = &mut self.buckets;
-        self.keys.retain(|_, k| {
+        let mut stale = std::mem::take(&mut self.stale);
+        stale.clear();
+        for (&ks, k) in self.keys.iter() {
             let b = &mut buckets[(k.cofs / bs) as usize];
             if b.gen != k.gen {
-                return false;
+                stale.push(ks);
+                continue;
             }
             if b.mark != Mark::Metadata {
                 b.sectors_used += k.len;
@@ -500,8 +538,11 @@ impl CacheSet {
                 };
                 b.mark = b.mark.max(m);
             }
-            true
-        });
+        }
+        for ks in stale.iter() {
+            self.keys.remove(ks);
+        }
+        self.stale = stale;
         // the btree shrinks or grows with its keys
         let want = (self.keys.len() as u64).div_ceil(KEYS_PER_NODE).max(1) as usize;
         while self.btree_buckets.len() > want {
@@ -618,6 +659,35 @@ mod tests {
         assert_eq!(c.dirty_sectors, 4);
         c.invalidate(5, 3);
         assert_eq!(c.dirty_sectors, 2);
+    }
+
+    /// An insert continuing the key before it in both spaces merges into
+    /// it, found by the cut (the key the walk down stopped at, or the head
+    /// it left of a key across the start); the lookup gives the live keys
+    /// over a range in ascending order.
+    #[test]
+    fn inserts_merge_with_the_key_the_cut_leaves_before_them() {
+        let mut c = small();
+        let (a, _) = c.alloc_sectors(1, 8, true).unwrap();
+        c.insert(0, 8, a, true);
+        let (b, _) = c.alloc_sectors(1, 4, true).unwrap();
+        assert_eq!(b, a + 8);
+        // [8, 12) at a + 8 continues [0, 8) at a: one key
+        c.insert(8, 4, b, true);
+        let ks: Vec<_> = c.keys.iter().map(|(&s, k)| (s, k.len, k.cofs)).collect();
+        assert_eq!(ks, vec![(0, 12, a)]);
+        // [6, 10) at a + 12: the head [0, 6) stays, and the new key does
+        // not continue it (the head's data ends at a + 6)
+        let (d, _) = c.alloc_sectors(1, 4, true).unwrap();
+        c.insert(6, 4, d, true);
+        let ks: Vec<_> = c.keys.iter().map(|(&s, k)| (s, k.len, k.cofs)).collect();
+        assert_eq!(ks, vec![(0, 6, a), (6, 4, d), (10, 2, a + 10)]);
+        assert_eq!(c.dirty_sectors, 12);
+        let mut out = Vec::new();
+        c.lookup(5, 11, &mut out);
+        assert_eq!(out.iter().map(|x| x.0).collect::<Vec<_>>(), vec![0, 6, 10]);
+        c.lookup(12, 100, &mut out);
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -371,6 +371,11 @@ pub struct BcacheState {
     pub samples: String,
     pub sample_t0: Option<crate::sim::Ns>,
     pub dev_index: u32,
+    /// A read's parts (start, sectors, the cache sector of a hit), kept to
+    /// spare an allocation per read.
+    pub read_parts: Vec<(u64, u64, Option<u64>)>,
+    /// The keys a read looks up, kept likewise.
+    pub read_keys: Vec<(u64, btree::Key)>,
 }
 
 impl BcacheState {
@@ -402,6 +407,8 @@ impl BcacheState {
             samples: String::new(),
             sample_t0: None,
             dev_index: 0,
+            read_parts: Vec::new(),
+            read_keys: Vec::new(),
         }
     }
 
@@ -474,7 +481,8 @@ impl Kernel {
         let worker = self.new_task(comm, crate::kernel::Body::Kworker, None);
         let now = self.now();
         // the rate update is delayed work every update_seconds
-        let first = now + c.rate.update_seconds * crate::sim::NSEC_PER_SEC;
+        // (bch_cached_dev_writeback_start)
+        let first = self.bcache_delayed_work_time(c.rate.update_seconds * self.hz());
         self.q.schedule(
             first,
             crate::kernel::Ev::Bcache {

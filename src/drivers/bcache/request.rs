@@ -15,7 +15,6 @@ use super::{BcacheState, CacheMode, Op};
 use crate::block::blk_wbt::{REQ_META, REQ_READ, REQ_SYNC};
 use crate::block::{Bio, BioOwner};
 use crate::kernel::{BioId, DevId, Kernel, Pid};
-use std::collections::BTreeMap;
 
 /// `RECENT_IO`: the stream table's entries.
 const RECENT_IO: usize = 128;
@@ -24,89 +23,155 @@ pub const CUTOFF_CACHE_ADD: i64 = 95;
 /// `CONGESTED_MAX`.
 const CONGESTED_MAX: i32 = 1024;
 
-/// `struct io`: one recent sequential stream.
-#[derive(Clone, Copy, Debug, Default)]
-struct Io {
-    last: u64,
-    /// Valid until this jiffy.
-    jiffies: u64,
-    sequential: u64,
-    /// Place in the LRU (larger: more recent).
-    stamp: u64,
-}
+/// No entry (the end of a hash chain or of the LRU).
+const NIL: u8 = u8::MAX;
 
 /// The device's stream table (`dc->io`, `io_hash`, `io_lru`) and each
-/// task's `sequential_io` and `sequential_io_avg`.
+/// task's `sequential_io` and `sequential_io_avg`: the `RECENT_IO` entries
+/// (`struct io`: where each stream ends, until when it counts, its size),
+/// hashed by their end into `RECENT_IO` chains with the entry rehashed last
+/// at the head (`hlist_add_head`), and the LRU, a list from the least
+/// recently used entry to the most.
 pub struct SeqTable {
-    io: Vec<Io>,
-    by_last: BTreeMap<u64, Vec<u8>>,
-    lru: BTreeMap<u64, u8>,
-    next_stamp: u64,
-    tasks: BTreeMap<Pid, (u64, u64)>,
+    last: [u64; RECENT_IO],
+    /// Valid until this jiffy.
+    jiffies: [u64; RECENT_IO],
+    sequential: [u64; RECENT_IO],
+    /// The hash chains: each chain's head, each entry's next and previous.
+    head: [u8; RECENT_IO],
+    hnext: [u8; RECENT_IO],
+    hprev: [u8; RECENT_IO],
+    /// The LRU list's ends, each entry's next and previous.
+    lru_first: u8,
+    lru_last: u8,
+    lnext: [u8; RECENT_IO],
+    lprev: [u8; RECENT_IO],
+    /// By pid: (`sequential_io`, `sequential_io_avg`).
+    tasks: Vec<(u64, u64)>,
+}
+
+/// `hash_64(v, RECENT_IO_BITS)`: the chain of streams ending at `v`.
+#[inline]
+fn iohash(v: u64) -> usize {
+    (v.wrapping_mul(0x61c8_8646_80b5_83eb) >> (64 - 7)) as usize
 }
 
 impl SeqTable {
     pub fn new() -> SeqTable {
         let mut t = SeqTable {
-            io: vec![Io::default(); RECENT_IO],
-            by_last: BTreeMap::new(),
-            lru: BTreeMap::new(),
-            next_stamp: 0,
-            tasks: BTreeMap::new(),
+            last: [0; RECENT_IO],
+            jiffies: [0; RECENT_IO],
+            sequential: [0; RECENT_IO],
+            head: [NIL; RECENT_IO],
+            hnext: [NIL; RECENT_IO],
+            hprev: [NIL; RECENT_IO],
+            lru_first: NIL,
+            lru_last: NIL,
+            lnext: [NIL; RECENT_IO],
+            lprev: [NIL; RECENT_IO],
+            tasks: Vec::new(),
         };
+        // every entry ends at 0, added in order; the LRU in the same order
         for i in 0..RECENT_IO {
-            t.io[i].stamp = i as u64;
-            t.lru.insert(i as u64, i as u8);
-            t.by_last.entry(0).or_default().push(i as u8);
+            t.hash_add(i);
+            t.lru_add_tail(i);
         }
-        t.next_stamp = RECENT_IO as u64;
         t
+    }
+
+    fn hash_del(&mut self, i: usize) {
+        let (p, n) = (self.hprev[i], self.hnext[i]);
+        if p == NIL {
+            self.head[iohash(self.last[i])] = n;
+        } else {
+            self.hnext[p as usize] = n;
+        }
+        if n != NIL {
+            self.hprev[n as usize] = p;
+        }
+    }
+
+    fn hash_add(&mut self, i: usize) {
+        let h = iohash(self.last[i]);
+        let n = self.head[h];
+        self.hnext[i] = n;
+        self.hprev[i] = NIL;
+        if n != NIL {
+            self.hprev[n as usize] = i as u8;
+        }
+        self.head[h] = i as u8;
+    }
+
+    fn lru_del(&mut self, i: usize) {
+        let (p, n) = (self.lprev[i], self.lnext[i]);
+        if p == NIL {
+            self.lru_first = n;
+        } else {
+            self.lnext[p as usize] = n;
+        }
+        if n == NIL {
+            self.lru_last = p;
+        } else {
+            self.lprev[n as usize] = p;
+        }
+    }
+
+    fn lru_add_tail(&mut self, i: usize) {
+        self.lprev[i] = self.lru_last;
+        self.lnext[i] = NIL;
+        if self.lru_last == NIL {
+            self.lru_first = i as u8;
+        } else {
+            self.lnext[self.lru_last as usize] = i as u8;
+        }
+        self.lru_last = i as u8;
     }
 
     /// The stream-detection part of `check_should_bypass`: `bytes` at
     /// `sector` by task `pid` at jiffy `j`. Returns the stream size in
     /// sectors, `max(sequential_io, sequential_io_avg) >> 9`.
     pub fn account(&mut self, pid: Pid, sector: u64, bytes: u64, j: u64, hz: u64) -> u64 {
-        let found = self.by_last.get(&sector).and_then(|v| {
-            // the hash chain's head: the entry added last
-            v.iter()
-                .rev()
-                .copied()
-                .find(|&i| j < self.io[i as usize].jiffies)
-        });
-        let task = self.tasks.entry(pid).or_insert((0, 0));
+        // the first entry of the chain that ends here and is still valid
+        let mut found = None;
+        let mut x = self.head[iohash(sector)];
+        while x != NIL {
+            let i = x as usize;
+            if self.last[i] == sector && j < self.jiffies[i] {
+                found = Some(i);
+                break;
+            }
+            x = self.hnext[i];
+        }
+        if self.tasks.len() <= pid {
+            self.tasks.resize(pid + 1, (0, 0));
+        }
+        let task = &mut self.tasks[pid];
         let i = match found {
-            Some(i) => i as usize,
+            Some(i) => i,
             None => {
                 // the LRU's first entry; add_sequential: the EWMA of the
                 // task's streams, weight 8
-                let (_, &i) = self.lru.iter().next().expect("lru");
+                let i = self.lru_first as usize;
                 task.1 = (task.1 * 7 + task.0) / 8;
                 task.0 = 0;
-                self.io[i as usize].sequential = 0;
-                i as usize
+                self.sequential[i] = 0;
+                i
             }
         };
-        let e = &mut self.io[i];
-        if e.sequential.wrapping_add(bytes) > e.sequential {
-            e.sequential += bytes;
+        let seq = &mut self.sequential[i];
+        if seq.wrapping_add(bytes) > *seq {
+            *seq += bytes;
         }
+        let (cur, avg) = (*seq, task.1);
+        task.0 = cur;
         // rehash by the new end, move to the LRU's tail
-        if let Some(v) = self.by_last.get_mut(&e.last) {
-            v.retain(|&x| x as usize != i);
-            if v.is_empty() {
-                self.by_last.remove(&e.last);
-            }
-        }
-        e.last = sector + bytes / 512;
-        e.jiffies = j + 5 * hz;
-        self.by_last.entry(e.last).or_default().push(i as u8);
-        self.lru.remove(&e.stamp);
-        e.stamp = self.next_stamp;
-        self.next_stamp += 1;
-        self.lru.insert(e.stamp, i as u8);
-        task.0 = e.sequential;
-        task.0.max(task.1) >> 9
+        self.hash_del(i);
+        self.last[i] = sector + bytes / 512;
+        self.jiffies[i] = j + 5 * hz;
+        self.hash_add(i);
+        self.lru_del(i);
+        self.lru_add_tail(i);
+        cur.max(avg) >> 9
     }
 }
 
@@ -275,7 +340,6 @@ impl Kernel {
         let j = self.jiffies();
         let hz = self.hz();
         let now_us = self.now() / 1000;
-        let name = self.devs[dev].bdi_name();
         let write = !crate::block::op_is_read(opf);
         let rand = self.rng.next_u64() as u32;
         let b = self.bcache(dev);
@@ -312,6 +376,7 @@ impl Kernel {
                 _ => self.tracer.on.bcache_bypass_congested,
             };
             if on {
+                let name = self.devs[dev].bdi_name();
                 let r = rwbs(opf);
                 self.trace_line(
                     pid,
@@ -483,22 +548,14 @@ impl Kernel {
     ) -> bool {
         let end = sector + nr;
         // (start, len, Some(cofs) for a hit)
-        let mut parts: Vec<(u64, u64, Option<u64>)> = Vec::new();
+        let mut parts = std::mem::take(&mut self.bcache(dev).read_parts);
+        parts.clear();
         {
             let b = self.bcache(dev);
-            let set = &b.set;
+            let mut keys = std::mem::take(&mut b.read_keys);
+            b.set.lookup(sector, end, &mut keys);
             let mut pos = sector;
-            let first = set
-                .keys
-                .range(..sector)
-                .next_back()
-                .filter(|(&ks, k)| ks + k.len as u64 > sector)
-                .map(|(&ks, _)| ks)
-                .unwrap_or(sector);
-            for (&ks, k) in set.keys.range(first..end) {
-                if !set.live(k) {
-                    continue;
-                }
+            for &(ks, k) in keys.iter() {
                 let (a, e) = (ks.max(pos), (ks + k.len as u64).min(end));
                 if a >= e {
                     continue;
@@ -512,6 +569,7 @@ impl Kernel {
             if pos < end {
                 parts.push((pos, end - pos, None));
             }
+            b.read_keys = keys;
         }
         let missed = parts.iter().any(|p| p.2.is_none());
         {
@@ -529,7 +587,7 @@ impl Kernel {
         };
         let mut wait = false;
         let mut cache_miss = bypass;
-        for (s, n, hit) in parts {
+        for &(s, n, hit) in parts.iter() {
             self.bcache_parent_add(id);
             wait |= match hit {
                 Some(cofs) => {
@@ -556,6 +614,7 @@ impl Kernel {
                 ),
             };
         }
+        self.bcache(dev).read_parts = parts;
         wait
     }
 

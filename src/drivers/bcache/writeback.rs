@@ -490,7 +490,8 @@ impl Kernel {
             };
             update_writeback_rate(&mut b.rate, &mut b.idle, &b.conf.rate, &t, now);
         }
-        let next = now + b.conf.rate.update_seconds * NSEC_PER_SEC as u64;
+        let delay = b.conf.rate.update_seconds * self.hz();
+        let next = self.bcache_delayed_work_time(delay);
         self.q.schedule(
             next,
             crate::kernel::Ev::Bcache {
@@ -513,9 +514,26 @@ impl Kernel {
         b.rate.limiter.next_delay(sectors, now, hz)
     }
 
-    /// `schedule_timeout_interruptible(jiffies)` of the thread.
+    /// When a timer armed now for `delay` jiffies on bcache's behalf
+    /// (`schedule_timeout`, `schedule_delayed_work`) fires: the timer wheel
+    /// rounds the expiry up (a level-0 timer fires at the tick after its
+    /// jiffy; 5 s at HZ=250 is 1250 jiffies, a level-2 timer of 64-jiffy
+    /// buckets, so the rate update comes every 5.12 s). The rate update's
+    /// work runs at its tick; the writeback thread, woken by its timer at
+    /// the same tick, runs after it (its wakeup lateness, below).
+    pub(crate) fn bcache_delayed_work_time(&mut self, delay: u64) -> Ns {
+        let expires = self.jiffies() + delay;
+        self.timer_fire_time(expires).max(self.now())
+    }
+
+    /// `schedule_timeout_interruptible(jiffies)` of the thread: it sleeps
+    /// until the timer wheel's tick for `jiffies` from now, which is up to
+    /// a jiffy past its due time. So a thread paced by `bch_next_delay`
+    /// wakes after its limiter's `next` about half the time, and the rate
+    /// update finds it behind (`__update_writeback_rate` integrates only
+    /// while `local_clock()` is before `next` + 1 ms).
     fn bcache_wb_sleep(&mut self, dev: DevId, jiffies: u64, phase: WbPhase) {
-        let t = self.now() + jiffies * (NSEC_PER_SEC as u64 / self.hz());
+        let t = self.bcache_delayed_work_time(jiffies) + self.wakeup_lateness();
         let b = self.bcache(dev);
         b.wb.phase = phase;
         b.wb.gen = b.wb.gen.wrapping_add(1);
@@ -848,6 +866,57 @@ mod tests {
         assert_eq!(st.proportional, -7500);
         assert_eq!(st.integral_scaled, -50);
         assert_eq!(st.limiter.rate, 8);
+    }
+
+    /// The writeback thread sleeps on the timer wheel: at HZ=250 a sleep
+    /// of d jiffies armed in jiffy J ends at the tick of J + d + 1, up to a
+    /// jiffy after its limiter's `next`, and an update at that tick finds
+    /// it behind. Worked by hand with 4 ms jiffies (jiffy j starts at j·4
+    /// ms), a rate of 2048 sectors/s and 8-sector keys (3.90625 ms each).
+    #[test]
+    fn a_thread_woken_by_the_wheel_is_behind_at_some_updates() {
+        use crate::kernel::time::wheel_bucket_expiry;
+        const J: u64 = 4_000_000;
+        let mut r = Ratelimit::new(2048, 100_500_000);
+        // at 100.5 ms (jiffy 25) a key: 3.9 ms ahead, under a jiffy, no
+        // sleep; a second: 7.8 ms ahead, a sleep of 1 jiffy
+        assert_eq!(r.next_delay(8, 100_500_000, 250), 0);
+        assert_eq!(r.next_delay(8, 100_500_000, 250), 1);
+        assert_eq!(r.next, 108_312_500);
+        // armed in jiffy 25 for 26, it fires at the tick of 27 (108 ms),
+        // 0.3 ms early: no sleep, a key, 4.2 ms ahead: 1 jiffy again
+        assert_eq!(wheel_bucket_expiry(26, 25) * J, 108_000_000);
+        assert_eq!(r.next_delay(0, 108_000_000, 250), 0);
+        assert_eq!(r.next_delay(8, 108_000_000, 250), 1);
+        assert_eq!(r.next, 112_218_750);
+        // armed in jiffy 27 for 28: the tick of 29, 116 ms, 3.8 ms late
+        assert_eq!(wheel_bucket_expiry(28, 27) * J, 116_000_000);
+        // dirty 409715 against the target 209715 (error 200000): an update
+        // at the tick of 28 (112 ms, before next + 1 ms = 113.22 ms) adds
+        // error · 5 to the integral; one at 116 ms, before the thread has
+        // run, adds nothing
+        let conf = RateConf::default();
+        let mut st = RateState::new(0);
+        st.limiter = r;
+        update_rate(
+            &mut st,
+            &conf,
+            &set(20, 1600),
+            16 << 20,
+            409_715,
+            112_000_000,
+        );
+        assert_eq!(st.integral, 1_000_000);
+        update_rate(
+            &mut st,
+            &conf,
+            &set(20, 1600),
+            16 << 20,
+            409_715,
+            116_000_000,
+        );
+        assert_eq!(st.integral, 1_000_000);
+        assert_eq!(st.limiter.rate, 5000 + 100);
     }
 
     #[test]
