@@ -435,7 +435,7 @@ fn summary_shows_reads_only_for_a_device_that_read() {
     }
     k.submit_bio(write(&k, pid, 1, 0, 8));
     run_until(&mut k, 200 * NSEC_PER_SEC);
-    let s = wbsim::metrics::Summary::compute(&k.observations(Vec::new()));
+    let s = wbsim::metrics::Summary::compute(&k.observations(Default::default()));
     let json = serde_json::to_value(&s).unwrap();
     let dev = |n: &str| {
         json["devices"]

@@ -394,6 +394,8 @@ pub fn main() -> i32 {
                 trace: true,
                 fio_log_dir: has_fio.then(|| out.clone()),
                 end_when_fio_done: false,
+                trace_dir: Some(out.clone()),
+                stop: Some(stop_on_sigint()),
             };
             let r = match simulate_with_progress(&sc, &opts, quiet) {
                 Ok(r) => r,
@@ -422,6 +424,16 @@ pub fn main() -> i32 {
                     print!("{}", EXPLAIN);
                 }
             }
+            if let Some(t) = r.stopped_at {
+                eprintln!(
+                    "wbsim: interrupted: the run stopped at {:.3} s of {:.0} s simulated; \
+                     {} holds the run so far (summary.json: stopped_at_s)",
+                    t as f64 / 1e9,
+                    sc.run.duration as f64 / 1e9,
+                    shown(&out)
+                );
+                return 130;
+            }
             0
         }
         Cmd::Bench { s, repeat, trace } => {
@@ -433,6 +445,17 @@ pub fn main() -> i32 {
             0
         }
     }
+}
+
+/// A flag that SIGINT (Ctrl-C) sets, for the run to stop where it is and
+/// write what it has; a second SIGINT exits at once (130).
+fn stop_on_sigint() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    use signal_hook::{consts::SIGINT, flag};
+    // the order matters: the shutdown is armed by the first signal's flag
+    let _ = flag::register_conditional_shutdown(SIGINT, 130, std::sync::Arc::clone(&stop));
+    let _ = flag::register(SIGINT, std::sync::Arc::clone(&stop));
+    stop
 }
 
 /// Simulate with a progress line on stderr (after the first second).
@@ -479,8 +502,8 @@ pub(crate) fn simulate_with_progress(
 const TRACE_LIMIT: f64 = 2.0 * 1024.0 * 1024.0 * 1024.0;
 
 /// A run longer than a minute is first simulated for its first 10 s, and
-/// its trace, held in memory until the end, is extrapolated to the whole
-/// run: over [`TRACE_LIMIT`] it is refused, with what to change.
+/// its trace is extrapolated to the whole run: over [`TRACE_LIMIT`] of
+/// disk it is refused, with what to change.
 fn estimate_ok(sc: &Scenario) -> Result<(), String> {
     const TRIAL: u64 = 10_000_000_000;
     let dur = sc.run.duration;
@@ -503,7 +526,7 @@ fn estimate_ok(sc: &Scenario) -> Result<(), String> {
     if bytes > TRACE_LIMIT {
         return Err(format!(
             "{} s simulated would write about {:.1} GB of trace (from its first 10 s: {:.1} MB), \
-             held in memory until the end (about {:.0} s of wall time); trace fewer events \
+             in about {:.0} s of wall time; trace fewer events \
              (--set 'trace.events=[balance_dirty_pages]', or [] for none), run shorter \
              (--set run.duration=...), or --force",
             dur / 1_000_000_000,

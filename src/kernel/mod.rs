@@ -210,6 +210,11 @@ pub struct Kernel {
     pub fio_log_dir: Option<std::path::PathBuf>,
     /// The first error writing a log file during the run.
     pub fio_log_error: Option<String>,
+    /// Set (by a SIGINT handler) to stop the run where it is: it ends at
+    /// the current time, as a shorter `run.duration` would, and
+    /// `stopped_at` says when.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    pub stopped_at: Option<Ns>,
     /// The page cache's read side (mm/readahead.rs).
     pub ra: crate::mm::readahead::ReadSide,
     /// Tasks in fsync waiting for an inode's writeback to end (fs/sync.rs).
@@ -282,6 +287,8 @@ impl Kernel {
             fio_end_when_done: false,
             fio_log_dir: None,
             fio_log_error: None,
+            stop: None,
+            stopped_at: None,
             ra: Default::default(),
             fsync_waiters: Vec::new(),
             end: sc.run.duration,
@@ -478,8 +485,19 @@ impl Kernel {
         let mut n = 0u64;
         while self.step() {
             n += 1;
-            if n.is_multiple_of(65536) {
-                progress(self.now(), self.end);
+            if n.is_multiple_of(4096) {
+                if self.stopped_at.is_none()
+                    && self
+                        .stop
+                        .as_ref()
+                        .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+                {
+                    self.stopped_at = Some(self.now());
+                    self.end_run_now();
+                }
+                if n.is_multiple_of(65536) {
+                    progress(self.now(), self.end);
+                }
             }
         }
     }
