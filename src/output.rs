@@ -19,8 +19,10 @@ pub struct RunResult {
     pub trace_text: String,
     /// `trace.txt` is already written in the output directory.
     pub trace_streamed: bool,
-    /// The run was stopped by SIGINT at this simulated time (ns).
+    /// The run was stopped at this simulated time (ns), and why: "SIGINT"
+    /// or "trace limit".
     pub stopped_at: Option<u64>,
+    pub stopped_by: Option<&'static str>,
     pub vmstat: String,
     /// Files of the workloads' own (fio.json, fio.txt): name and bytes.
     pub extra_files: Vec<(String, Vec<u8>)>,
@@ -47,6 +49,9 @@ pub struct SimOpts {
     pub trace_dir: Option<std::path::PathBuf>,
     /// Stop the run where it is once this is set (SIGINT).
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Stop the run where it is once its trace is larger than this many
+    /// bytes.
+    pub trace_limit: Option<u64>,
 }
 
 /// The name of `trace.txt`'s lines while the run writes them (the header,
@@ -94,6 +99,7 @@ pub fn simulate_with(
     k.fio_log_dir = opts.fio_log_dir.clone();
     k.fio_end_when_done = opts.end_when_fio_done;
     k.stop = opts.stop.clone();
+    k.trace_limit = opts.trace_limit;
     k.run(|now, end| progress(now as f64 / 1e9, end as f64 / 1e9));
     let trace_streamed = match (&body, &opts.trace_dir) {
         (Some(body), Some(dir)) => {
@@ -152,6 +158,7 @@ pub fn simulate_with(
         trace_text,
         trace_streamed,
         stopped_at: k.stopped_at,
+        stopped_by: k.stopped_by,
         vmstat,
         extra_files,
         written,
@@ -205,4 +212,69 @@ pub fn write_outputs(dir: &Path, r: &RunResult) -> std::io::Result<()> {
         serde_json::to_string_pretty(&wall).expect("json") + "\n",
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_whose_trace_passes_its_limit_stops_there_and_keeps_it() {
+        let dir = std::env::temp_dir().join(format!("wbsim-tlimit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sc = Scenario::builtin(&[]).unwrap();
+        let opts = SimOpts {
+            trace: true,
+            trace_dir: Some(dir.clone()),
+            trace_limit: Some(200_000),
+            ..Default::default()
+        };
+        let r = simulate_with(&sc, &opts, |_, _| {}).unwrap();
+        assert_eq!(r.stopped_by, Some("trace limit"));
+        let t = r.stopped_at.unwrap();
+        assert!(t > 0 && t < sc.run.duration, "{t}");
+        assert!(r.trace_streamed && r.trace_text.is_empty());
+        write_outputs(&dir, &r).unwrap();
+        let trace = std::fs::read_to_string(dir.join("trace.txt")).unwrap();
+        // the limit is checked every few thousand events: a little over
+        assert!(
+            trace.len() > 200_000 && trace.len() < 2_000_000,
+            "{}",
+            trace.len()
+        );
+        let s: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(s["stopped_by"], "trace limit");
+        assert_eq!(s["duration_s"], s["stopped_at_s"]);
+        // the same run in memory and streamed: the same summary and trace
+        let m = simulate_with(
+            &sc,
+            &SimOpts {
+                trace: true,
+                ..Default::default()
+            },
+            |_, _| {},
+        )
+        .unwrap();
+        let full = simulate_with(
+            &sc,
+            &SimOpts {
+                trace: true,
+                trace_dir: Some(dir.clone()),
+                ..Default::default()
+            },
+            |_, _| {},
+        )
+        .unwrap();
+        assert!(full.stopped_at.is_none());
+        assert_eq!(
+            serde_json::to_string(&m.summary).unwrap(),
+            serde_json::to_string(&full.summary).unwrap()
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("trace.txt")).unwrap(),
+            m.trace_text
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

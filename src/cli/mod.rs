@@ -396,6 +396,7 @@ pub fn main() -> i32 {
                 end_when_fio_done: false,
                 trace_dir: Some(out.clone()),
                 stop: Some(stop_on_sigint()),
+                trace_limit: (!force).then_some(TRACE_LIMIT as u64),
             };
             let r = match simulate_with_progress(&sc, &opts, quiet) {
                 Ok(r) => r,
@@ -425,14 +426,28 @@ pub fn main() -> i32 {
                 }
             }
             if let Some(t) = r.stopped_at {
+                let why = if r.stopped_by == Some("SIGINT") {
+                    "interrupted".to_string()
+                } else {
+                    format!(
+                        "the trace passed {:.1} GB; trace fewer events \
+                         (--set 'trace.events=[balance_dirty_pages]', or [] for none), \
+                         run shorter, or --force",
+                        TRACE_LIMIT / 1e9
+                    )
+                };
                 eprintln!(
-                    "wbsim: interrupted: the run stopped at {:.3} s of {:.0} s simulated; \
+                    "wbsim: {why}: the run stopped at {:.3} s of {:.0} s simulated; \
                      {} holds the run so far (summary.json: stopped_at_s)",
                     t as f64 / 1e9,
                     sc.run.duration as f64 / 1e9,
                     shown(&out)
                 );
-                return 130;
+                return if r.stopped_by == Some("SIGINT") {
+                    130
+                } else {
+                    2
+                };
             }
             0
         }

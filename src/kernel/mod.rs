@@ -214,7 +214,11 @@ pub struct Kernel {
     /// the current time, as a shorter `run.duration` would, and
     /// `stopped_at` says when.
     pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Stop the run the same way once the trace holds more bytes than this.
+    pub trace_limit: Option<u64>,
+    /// When the run was stopped, and why ("SIGINT", "trace limit").
     pub stopped_at: Option<Ns>,
+    pub stopped_by: Option<&'static str>,
     /// The page cache's read side (mm/readahead.rs).
     pub ra: crate::mm::readahead::ReadSide,
     /// Tasks in fsync waiting for an inode's writeback to end (fs/sync.rs).
@@ -288,7 +292,9 @@ impl Kernel {
             fio_log_dir: None,
             fio_log_error: None,
             stop: None,
+            trace_limit: None,
             stopped_at: None,
+            stopped_by: None,
             ra: Default::default(),
             fsync_waiters: Vec::new(),
             end: sc.run.duration,
@@ -486,14 +492,23 @@ impl Kernel {
         while self.step() {
             n += 1;
             if n.is_multiple_of(4096) {
-                if self.stopped_at.is_none()
-                    && self
+                if self.stopped_at.is_none() {
+                    let by = if self
                         .stop
                         .as_ref()
                         .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
-                {
-                    self.stopped_at = Some(self.now());
-                    self.end_run_now();
+                    {
+                        Some("SIGINT")
+                    } else if self.trace_limit.is_some_and(|l| self.tracer.bytes > l) {
+                        Some("trace limit")
+                    } else {
+                        None
+                    };
+                    if by.is_some() {
+                        self.stopped_at = Some(self.now());
+                        self.stopped_by = by;
+                        self.end_run_now();
+                    }
                 }
                 if n.is_multiple_of(65536) {
                     progress(self.now(), self.end);

@@ -97,8 +97,10 @@ pub struct Observations {
     /// The trace's statistics, kept as the run went (the simulator's
     /// streamed trace); None: computed from `trace`.
     pub trace_stats: Option<TraceStats>,
-    /// The run was stopped (SIGINT) at this simulated time.
+    /// The run was stopped at this simulated time, and why ("SIGINT",
+    /// "trace limit").
     pub stopped_at: Option<Ns>,
+    pub stopped_by: Option<&'static str>,
     /// The bdis of the scenario's devices ("7:0"); trace lines of other
     /// bdis are left out of the statistics and counted as contamination.
     pub bdis: Vec<String>,
@@ -247,6 +249,7 @@ impl Kernel {
             trace: Vec::new(),
             trace_stats: Some(trace),
             stopped_at: self.stopped_at,
+            stopped_by: self.stopped_by,
             bdis: self.bdis.iter().map(|b| b.name.clone()).collect(),
             cgroup_ino: None,
             events_simulated: Some(self.events_simulated()),
@@ -448,11 +451,14 @@ pub struct Summary {
     /// writers' cgroup), left out of the statistics.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub other_cgroup_lines: Option<u64>,
-    /// A run stopped by SIGINT (Ctrl-C): the simulated time it stopped at.
-    /// Its figures cover the run up to there (`duration_s` and the window
-    /// end there too).
+    /// A run stopped before its end: the simulated time it stopped at, and
+    /// why: "SIGINT" (Ctrl-C) or "trace limit" (its trace passed 2 GiB
+    /// without --force). Its figures cover the run up to there
+    /// (`duration_s` and the window end there too).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub stopped_at_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub stopped_by: Option<String>,
     pub events_simulated: Option<u64>,
     /// Per cgroup (a run with cgroups only): io.stat bytes over the run,
     /// MiB/s in the window, and memory.stat at the end.
@@ -625,6 +631,7 @@ impl Summary {
             other_bdi_lines: figures.other_bdi_lines,
             other_cgroup_lines: figures.other_cgroup_lines,
             stopped_at_s: o.stopped_at.map(|t| r3(t as f64 / NSEC_PER_SEC as f64)),
+            stopped_by: o.stopped_by.map(str::to_string),
             events_simulated: o.events_simulated,
             cgroups: o
                 .cgroups
