@@ -512,6 +512,12 @@ pub struct Scenario {
 /// 50 MiB/s throttled device, dirty_bytes 200M, background 100M, 60 s.
 pub const DEFAULT_SCENARIO: &str = include_str!("default.toml");
 
+/// The longest `run.duration`: a year of simulated time.
+pub const MAX_DURATION: Ns = 365 * 24 * 3600 * NSEC_PER_SEC;
+/// The most tasks the jobs may start together (dd's `numjobs`, fs_mark's
+/// threads, fio's clones): each is about 1 KiB of state.
+pub const MAX_TASKS: u64 = 100_000;
+
 impl Scenario {
     pub fn load_file(path: &str, sets: &[String]) -> Result<Scenario, ScenarioError> {
         let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {
@@ -1308,6 +1314,16 @@ fn check_devices_used(
 fn read_run(r: &mut Reader) -> Result<Run, ScenarioError> {
     let duration = match r.duration("run.duration")? {
         Some((0, e)) => return err(&e.origin, "`run.duration` must be > 0"),
+        Some((d, e)) if d > MAX_DURATION => {
+            return err(
+                &e.origin,
+                format!(
+                    "`run.duration` = {} s is over the cap of 365 days ({} s) of simulated time",
+                    d / NSEC_PER_SEC,
+                    MAX_DURATION / NSEC_PER_SEC
+                ),
+            )
+        }
         Some((d, _)) => d,
         None => 60 * NSEC_PER_SEC,
     };
@@ -1389,7 +1405,7 @@ fn read_jobs(
     filesystems: &[Filesystem],
     cgroups: &[crate::kernel::cgroup::CgroupConf],
 ) -> Result<Vec<Job>, ScenarioError> {
-    let mut jobs = Vec::new();
+    let mut jobs: Vec<Job> = Vec::new();
     for (jname, jorigin) in r.raw.names_under("jobs") {
         let p = |k: &str| format!("jobs.{jname}.{k}");
         let ty = match r.choice(&p("type"), &["dd", "fs_mark", "fio"])? {
@@ -1466,14 +1482,40 @@ fn read_jobs(
                     cgroup.as_ref(),
                     cgroups,
                 )?);
+                check_tasks(&jobs, &jname, &jorigin)?;
                 continue;
             }
             "fs_mark" => crate::workload::fs_mark::read_job(r, &jname, &jorigin, &mut job)?,
             _ => crate::workload::dd::read_job(r, &jname, &mut job)?,
         }
         jobs.push(job);
+        check_tasks(&jobs, &jname, &jorigin)?;
     }
     Ok(jobs)
+}
+
+/// The jobs so far, the last `jname`, start at most [`MAX_TASKS`] tasks.
+fn check_tasks(jobs: &[Job], jname: &str, origin: &Origin) -> Result<(), ScenarioError> {
+    let n: u64 = jobs.iter().map(job_tasks).sum();
+    if n > MAX_TASKS {
+        return err(
+            origin,
+            format!(
+                "with job `{jname}` the jobs start {n} tasks (dd's `numjobs`, fs_mark's \
+                 directories times `-t`, fio's `numjobs`, all jobs together); expected at most \
+                 {MAX_TASKS}"
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// The tasks a job starts.
+fn job_tasks(j: &Job) -> u64 {
+    match &j.kind {
+        JobKind::FsMark(a) => a.threads(),
+        _ => j.numjobs as u64,
+    }
 }
 
 /// `trace.events`.
@@ -1995,5 +2037,52 @@ mod feature_tests {
         .unwrap();
         assert_eq!(sc.filesystems[0].commit_interval, 10 * NSEC_PER_SEC);
         assert_eq!(sc.filesystems[0].journal_size, 64 << 20);
+    }
+}
+
+#[cfg(test)]
+mod cap_tests {
+    use super::*;
+
+    fn load(src: &str, sets: &[&str]) -> Result<Scenario, String> {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        Scenario::load_str(src, "t.toml", "t", &sets).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_run_longer_than_a_year_is_refused() {
+        let e = load(DEFAULT_SCENARIO, &["run.duration=100000h"]).unwrap_err();
+        assert!(
+            e.contains("--set run.duration=100000h")
+                && e.contains("`run.duration` = 360000000 s is over the cap of 365 days"),
+            "{e}"
+        );
+        assert!(load(DEFAULT_SCENARIO, &["run.duration=8760h"]).is_ok());
+    }
+
+    #[test]
+    fn the_jobs_tasks_together_have_a_cap() {
+        let src = "[devices.d]\ntype = \"ssd\"\n[filesystems.f]\ndevice = \"d\"\n\
+                   [jobs.a]\ntype = \"dd\"\nnumjobs = 60000\n\
+                   [jobs.b]\ntype = \"fs_mark\"\nargs = \"-d /x -t 50000\"\n";
+        let e = load(src, &[]).unwrap_err();
+        assert!(
+            e.starts_with("t.toml:8:")
+                && e.contains("with job `b` the jobs start 110000 tasks")
+                && e.contains("expected at most 100000"),
+            "{e}"
+        );
+        assert!(load(src, &["jobs.b.args=-d /x -t 40000"]).is_ok());
+        // one job's own cap names its key
+        let e = load(DEFAULT_SCENARIO, &["jobs.dd.numjobs=100001"]).unwrap_err();
+        assert!(
+            e.contains("`jobs.dd.numjobs`") && e.contains("1..=100000"),
+            "{e}"
+        );
+        let e = load(src, &["jobs.b.args=-d /x -t 10000000"]).unwrap_err();
+        assert!(
+            e.contains("fs_mark `-t 10000000`: expected at most 100000"),
+            "{e}"
+        );
     }
 }
