@@ -180,7 +180,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("jobs.NAME.bs", "512", DD, "\"1M\"", "block size (a multiple of 512, up to 64M)"),
     k("jobs.NAME.size", "no limit", DD, "\"1G\"", "bytes per writer"),
     k("jobs.NAME.runtime", "to the end", DD, "\"20s\"", "how long the writers write"),
-    k("jobs.NAME.args", "required", FS_MARK, "\"-d /mnt/0 -S0 -n 1000 -s 4096 -L 2\"", "fs_mark's own flags: `-d DIR` (a thread each), `-D` subdirectories, `-n` files per loop, `-s` size, `-S0`, `-L` loops, `-t` threads per `-d` (caps: docs/scenario.md, Caps)"),
+    k("jobs.NAME.args", "required", FS_MARK, "\"-d /mnt/0 -S0 -n 1000 -s 4096 -L 2\"", "fs_mark's own flags: `-d DIR` (a thread each), `-D` subdirectories, `-n` files per loop, `-s` size, `-S0`, `-L` loops, `-t` threads per `-d` (Caps above)"),
     k("jobs.NAME.file", "one of file, job, cmdline", FIO, "\"examples/seed-003/writers.fio\"", "an fio job file (relative to the scenario file); each of its jobs runs, its files on `filesystem`"),
     k("jobs.NAME.job", "one of file, job, cmdline", FIO, "\"[w]\\nrw=write\\nsize=64m\\n\"", "an fio job file's text, inline (a TOML multi-line string)"),
     k("jobs.NAME.cmdline", "one of file, job, cmdline", FIO, "\"--name=w --rw=randwrite --bs=4k --size=64m\"", "fio's command-line job options (`--name=` starts a job)"),
