@@ -386,7 +386,8 @@ pub fn markdown() -> String {
          \n\
          Scenarios are TOML. `NAME` stands for the name a scenario gives a device,\n\
          filesystem, job or cgroup (`[devices.loop0]`), `DEV` for a device's name.\n\
-         Every key can also be set from the\n\
+         An inline table (`machine = { memory = \"1G\" }`, `jobs.dd = { numjobs = 4 }`)\n\
+         is the table it stands for. Every key can also be set from the\n\
          command line by its dotted path: `--set devices.loop0.write_bps=20MiB/s`.\n\
          `wbsim help KEY` prints one entry (`wbsim help devices.loop0.write_bps`) or\n\
          every key under a prefix (`wbsim help vm`); `wbsim default-scenario` prints\n\
