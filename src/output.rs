@@ -23,6 +23,8 @@ pub struct RunResult {
     /// or "trace limit".
     pub stopped_at: Option<u64>,
     pub stopped_by: Option<&'static str>,
+    /// A run stopped because a device filled: the device's name.
+    pub full_device: Option<String>,
     pub vmstat: String,
     /// Files of the workloads' own (fio.json, fio.txt): name and bytes.
     pub extra_files: Vec<(String, Vec<u8>)>,
@@ -159,6 +161,9 @@ pub fn simulate_with(
         trace_streamed,
         stopped_at: k.stopped_at,
         stopped_by: k.stopped_by,
+        full_device: (k.stopped_by == Some("device full"))
+            .then(|| k.full_device().map(|d| k.sc.devices[d].name.clone()))
+            .flatten(),
         vmstat,
         extra_files,
         written,
@@ -276,5 +281,17 @@ mod tests {
             m.trace_text
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_run_that_fills_its_device_stops_there() {
+        let sc = Scenario::builtin(&["devices.loop0.size=100M".to_string()]).unwrap();
+        let r = simulate(&sc, false, |_, _| {});
+        assert_eq!(r.stopped_by, Some("device full"));
+        assert_eq!(r.full_device.as_deref(), Some("loop0"));
+        assert!(r.summary.stopped_at_s.unwrap() < 60.0);
+        // the default's 5 GiB holds its 3 GB
+        let sc = Scenario::builtin(&[]).unwrap();
+        assert_eq!(simulate(&sc, false, |_, _| {}).stopped_by, None);
     }
 }

@@ -428,6 +428,18 @@ pub fn main() -> i32 {
             if let Some(t) = r.stopped_at {
                 let why = if r.stopped_by == Some("SIGINT") {
                     "interrupted".to_string()
+                } else if let Some(d) = &r.full_device {
+                    format!(
+                        "device `{}` is full: its filesystem allocated past its {} bytes \
+                         (devices.{}.size), and the model has no ENOSPC; make the device \
+                         larger or write less (jobs' `size`, `run.duration`)",
+                        term(d),
+                        sc.devices
+                            .iter()
+                            .find(|x| &x.name == d)
+                            .map_or(0, |x| x.size),
+                        term(d)
+                    )
                 } else {
                     format!(
                         "the trace passed {:.1} GB; trace fewer events \

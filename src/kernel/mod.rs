@@ -501,6 +501,8 @@ impl Kernel {
                         Some("SIGINT")
                     } else if self.trace_limit.is_some_and(|l| self.tracer.bytes > l) {
                         Some("trace limit")
+                    } else if self.full_device().is_some() {
+                        Some("device full")
                     } else {
                         None
                     };
@@ -515,6 +517,18 @@ impl Kernel {
                 }
             }
         }
+    }
+
+    /// The first filesystem that has allocated more sectors than its
+    /// device holds (the model has no ENOSPC: a run stops there), as its
+    /// device's index.
+    pub fn full_device(&self) -> Option<usize> {
+        self.sbs.iter().find_map(|s| {
+            let size = self.sc.devices[s.dev].size / 512;
+            let last = s.ag_cursor.iter().copied().max().unwrap_or(0);
+            (s.used_sectors() + s.ag_data_start.first().copied().unwrap_or(0) > size || last > size)
+                .then_some(s.dev)
+        })
     }
 
     pub fn events_simulated(&self) -> u64 {

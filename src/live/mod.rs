@@ -1056,6 +1056,7 @@ pub fn run(
         trace_streamed: false,
         stopped_at: None,
         stopped_by: None,
+        full_device: None,
         vmstat: vm_text,
         extra_files,
         written: Vec::new(),

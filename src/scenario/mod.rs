@@ -950,7 +950,14 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     let features = read_features(&mut r, run.dirty_throttle)?;
     feature_defaults(&features, &mut devices, &mut filesystems, page_size);
     let cgroups = crate::kernel::cgroup::read_cgroups(&mut r, &devices)?;
-    let jobs = read_jobs(&mut r, &machine, &devices, &filesystems, &cgroups)?;
+    let jobs = read_jobs(
+        &mut r,
+        &machine,
+        &devices,
+        &filesystems,
+        &cgroups,
+        run.duration,
+    )?;
     check_devices_used(&r, &devices, used, &jobs)?;
     let trace = read_trace(&mut r)?;
     let events = read_events(&mut r, &devices, run.duration, page_size)?;
@@ -1036,6 +1043,17 @@ fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
                     Some((a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?))
                 });
                 match parsed {
+                    // the kernel's dev_t: a 12-bit major, a 20-bit minor
+                    // (MINORBITS)
+                    Some((ma, mi)) if ma > 4095 || mi > (1 << 20) - 1 => {
+                        return err(
+                            &e.origin,
+                            format!(
+                                "`devno` = \"{s}\": out of range; expected a major in 0..=4095 \
+                                 and a minor in 0..=1048575 (the kernel's dev_t)"
+                            ),
+                        )
+                    }
                     Some(x) => x,
                     None => {
                         return err(
@@ -1404,6 +1422,7 @@ fn read_jobs(
     devices: &[Device],
     filesystems: &[Filesystem],
     cgroups: &[crate::kernel::cgroup::CgroupConf],
+    duration: Ns,
 ) -> Result<Vec<Job>, ScenarioError> {
     let mut jobs: Vec<Job> = Vec::new();
     for (jname, jorigin) in r.raw.names_under("jobs") {
@@ -1443,7 +1462,21 @@ fn read_jobs(
                 )
             }
         };
-        let start = r.duration(&p("start"))?.map(|x| x.0).unwrap_or(0);
+        let start = match r.duration(&p("start"))? {
+            Some((t, e)) if t >= duration => {
+                return err(
+                    &e.origin,
+                    format!(
+                        "`jobs.{jname}.start` = {} s is not before the end of the run \
+                         (`run.duration` = {} s): the job would never run",
+                        t as f64 / 1e9,
+                        duration as f64 / 1e9
+                    ),
+                )
+            }
+            Some((t, _)) => t,
+            None => 0,
+        };
         let cgroup = match r.string(&p("cgroup"), "a cgroup name")? {
             Some((c, e)) => Some((
                 crate::kernel::cgroup::resolve(
@@ -2058,6 +2091,26 @@ mod cap_tests {
             "{e}"
         );
         assert!(load(DEFAULT_SCENARIO, &["run.duration=8760h"]).is_ok());
+    }
+
+    #[test]
+    fn values_that_cannot_happen_are_refused() {
+        let e = load(DEFAULT_SCENARIO, &["jobs.dd.start=60s"]).unwrap_err();
+        assert!(
+            e.contains("`jobs.dd.start` = 60 s is not before the end of the run"),
+            "{e}"
+        );
+        assert!(load(DEFAULT_SCENARIO, &["jobs.dd.start=59s"]).is_ok());
+        let e = load(DEFAULT_SCENARIO, &["jobs.dd.runtime=0s"]).unwrap_err();
+        assert!(e.contains("`jobs.dd.runtime` = 0"), "{e}");
+        let e = load(DEFAULT_SCENARIO, &["devices.loop0.devno=99999999:99999999"]).unwrap_err();
+        assert!(
+            e.contains("out of range; expected a major in 0..=4095"),
+            "{e}"
+        );
+        let e = load(DEFAULT_SCENARIO, &["devices.loop0.devno=7:1048576"]).unwrap_err();
+        assert!(e.contains("out of range"), "{e}");
+        assert!(load(DEFAULT_SCENARIO, &["devices.loop0.devno=4095:1048575"]).is_ok());
     }
 
     #[test]
