@@ -1147,10 +1147,22 @@ fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
             .filter(|(k, _)| k.starts_with(&pre))
             .min_by_key(|(_, e)| e.order)
         {
+            // a key of other device types says which
+            let key = &k[pre.len()..];
+            let others: Vec<String> = crate::drivers::DRIVER_TYPES
+                .iter()
+                .filter(|t| t.keys.contains(&key))
+                .map(|t| format!("`{}`", t.name))
+                .collect();
+            let takes = if others.is_empty() {
+                String::new()
+            } else {
+                format!(" (`{key}` is a key of {} devices)", others.join(", "))
+            };
             return err(
                 &e.origin,
                 format!(
-                    "unknown key `{k}` for a `{ty}` device; expected one of its keys {{{}}} or a key of every device {{{}}}",
+                    "unknown key `{k}` for a `{ty}` device{takes}; expected one of its keys {{{}}} or a key of every device {{{}}}",
                     driver.keys.join(","),
                     DEVICE_KEYS.join(",")
                 ),
@@ -2111,6 +2123,11 @@ mod cap_tests {
         let e = load(DEFAULT_SCENARIO, &["devices.loop0.devno=7:1048576"]).unwrap_err();
         assert!(e.contains("out of range"), "{e}");
         assert!(load(DEFAULT_SCENARIO, &["devices.loop0.devno=4095:1048575"]).is_ok());
+        let e = load(DEFAULT_SCENARIO, &["devices.loop0.channels=8"]).unwrap_err();
+        assert!(
+            e.contains("for a `throttled` device (`channels` is a key of `ssd` devices)"),
+            "{e}"
+        );
     }
 
     #[test]
