@@ -23,7 +23,8 @@ pub struct RunResult {
     /// or "trace limit".
     pub stopped_at: Option<u64>,
     pub stopped_by: Option<&'static str>,
-    /// A run stopped because a device filled: the device's name.
+    /// A device its filesystem filled (the run stopped there, unless it
+    /// was allowed to run on): its name.
     pub full_device: Option<String>,
     pub vmstat: String,
     /// Files of the workloads' own (fio.json, fio.txt): name and bytes.
@@ -54,6 +55,8 @@ pub struct SimOpts {
     /// Stop the run where it is once its trace is larger than this many
     /// bytes.
     pub trace_limit: Option<u64>,
+    /// Run on when a filesystem fills its device (`--force`).
+    pub allow_full_device: bool,
 }
 
 /// The name of `trace.txt`'s lines while the run writes them (the header,
@@ -102,6 +105,7 @@ pub fn simulate_with(
     k.fio_end_when_done = opts.end_when_fio_done;
     k.stop = opts.stop.clone();
     k.trace_limit = opts.trace_limit;
+    k.full_device_stops = !opts.allow_full_device;
     k.run(|now, end| progress(now as f64 / 1e9, end as f64 / 1e9));
     let trace_streamed = match (&body, &opts.trace_dir) {
         (Some(body), Some(dir)) => {
@@ -161,9 +165,7 @@ pub fn simulate_with(
         trace_streamed,
         stopped_at: k.stopped_at,
         stopped_by: k.stopped_by,
-        full_device: (k.stopped_by == Some("device full"))
-            .then(|| k.full_device().map(|d| k.sc.devices[d].name.clone()))
-            .flatten(),
+        full_device: k.full_device().map(|d| k.sc.devices[d].name.clone()),
         vmstat,
         extra_files,
         written,

@@ -537,3 +537,42 @@ fn sigint_saves_the_run_so_far() {
         assert!(d.join(f).exists(), "{f} missing");
     }
 }
+
+#[test]
+fn a_run_that_fills_its_device_stops_unless_forced() {
+    let d = tmpdir("full");
+    let o = wbsim(&[
+        "run",
+        "--quiet",
+        "--set",
+        "devices.loop0.size=100M",
+        "--out",
+        d.to_str().unwrap(),
+    ]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("device `loop0` is full") && e.contains("--force"),
+        "{e}"
+    );
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["stopped_by"], "device full");
+    let f = tmpdir("full-forced");
+    let o = wbsim(&[
+        "run",
+        "--quiet",
+        "--force",
+        "--set",
+        "devices.loop0.size=100M",
+        "--out",
+        f.to_str().unwrap(),
+    ]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{e}");
+    assert!(e.contains("warning: device `loop0` is full"), "{e}");
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(f.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["duration_s"], 60.0);
+    assert!(s.get("stopped_by").is_none());
+}

@@ -397,6 +397,7 @@ pub fn main() -> i32 {
                 trace_dir: Some(out.clone()),
                 stop: Some(stop_on_sigint()),
                 trace_limit: (!force).then_some(TRACE_LIMIT as u64),
+                allow_full_device: force,
             };
             let r = match simulate_with_progress(&sc, &opts, quiet) {
                 Ok(r) => r,
@@ -428,11 +429,12 @@ pub fn main() -> i32 {
             if let Some(t) = r.stopped_at {
                 let why = if r.stopped_by == Some("SIGINT") {
                     "interrupted".to_string()
-                } else if let Some(d) = &r.full_device {
+                } else if let (Some("device full"), Some(d)) = (r.stopped_by, &r.full_device) {
                     format!(
                         "device `{}` is full: its filesystem allocated past its {} bytes \
                          (devices.{}.size), and the model has no ENOSPC; make the device \
-                         larger or write less (jobs' `size`, `run.duration`)",
+                         larger, write less (jobs' `size`, `run.duration`), or --force to \
+                         run on as if it were larger",
                         term(d),
                         sc.devices
                             .iter()
@@ -460,6 +462,14 @@ pub fn main() -> i32 {
                 } else {
                     2
                 };
+            }
+            if let Some(d) = &r.full_device {
+                eprintln!(
+                    "wbsim: warning: device `{}` is full: its filesystem allocated past \
+                     devices.{}.size; with --force the run went on as if it were larger",
+                    term(d),
+                    term(d)
+                );
             }
             0
         }

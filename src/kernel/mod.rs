@@ -219,6 +219,9 @@ pub struct Kernel {
     /// When the run was stopped, and why ("SIGINT", "trace limit").
     pub stopped_at: Option<Ns>,
     pub stopped_by: Option<&'static str>,
+    /// Stop the run when a filesystem fills its device (`--force` runs on,
+    /// as if the device were larger).
+    pub full_device_stops: bool,
     /// The page cache's read side (mm/readahead.rs).
     pub ra: crate::mm::readahead::ReadSide,
     /// Tasks in fsync waiting for an inode's writeback to end (fs/sync.rs).
@@ -295,6 +298,7 @@ impl Kernel {
             trace_limit: None,
             stopped_at: None,
             stopped_by: None,
+            full_device_stops: true,
             ra: Default::default(),
             fsync_waiters: Vec::new(),
             end: sc.run.duration,
@@ -501,7 +505,7 @@ impl Kernel {
                         Some("SIGINT")
                     } else if self.trace_limit.is_some_and(|l| self.tracer.bytes > l) {
                         Some("trace limit")
-                    } else if self.full_device().is_some() {
+                    } else if self.full_device_stops && self.full_device().is_some() {
                         Some("device full")
                     } else {
                         None
