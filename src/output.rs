@@ -6,7 +6,7 @@ use crate::kernel::Kernel;
 use crate::metrics::Summary;
 use crate::mm::page_writeback::domain_dirty_limits;
 use crate::scenario::Scenario;
-use crate::trace::{self, Tracer};
+use crate::trace::Tracer;
 use std::path::Path;
 use std::time::Instant;
 
@@ -14,7 +14,18 @@ pub struct RunResult {
     pub summary: Summary,
     /// fs_mark's own output lines (empty without fs_mark jobs).
     pub fs_mark: String,
+    /// The trace, when it was kept in memory; empty when it was streamed
+    /// to the output directory (`trace_streamed`).
     pub trace_text: String,
+    /// `trace.txt` is already written in the output directory.
+    pub trace_streamed: bool,
+    /// The run was stopped at this simulated time (ns), and why: "SIGINT"
+    /// or "trace limit".
+    pub stopped_at: Option<u64>,
+    pub stopped_by: Option<&'static str>,
+    /// A device its filesystem filled (the run stopped there, unless it
+    /// was allowed to run on): its name.
+    pub full_device: Option<String>,
     pub vmstat: String,
     /// Files of the workloads' own (fio.json, fio.txt): name and bytes.
     pub extra_files: Vec<(String, Vec<u8>)>,
@@ -36,7 +47,21 @@ pub struct SimOpts {
     pub fio_log_dir: Option<std::path::PathBuf>,
     /// End the run once every fio job is done (`wbsim fio`).
     pub end_when_fio_done: bool,
+    /// Write `trace.txt` into this directory as the run goes, instead of
+    /// keeping the trace in memory.
+    pub trace_dir: Option<std::path::PathBuf>,
+    /// Stop the run where it is once this is set (SIGINT).
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Stop the run where it is once its trace is larger than this many
+    /// bytes.
+    pub trace_limit: Option<u64>,
+    /// Run on when a filesystem fills its device (`--force`).
+    pub allow_full_device: bool,
 }
+
+/// The name of `trace.txt`'s lines while the run writes them (the header,
+/// which counts them, goes first once the run is over).
+const TRACE_BODY: &str = ".trace.txt.lines";
 
 /// Simulate `sc` to the end. `trace` turns the trace buffer on.
 pub fn simulate(sc: &Scenario, trace_on: bool, progress: impl FnMut(f64, f64)) -> RunResult {
@@ -57,15 +82,39 @@ pub fn simulate_with(
     mut progress: impl FnMut(f64, f64),
 ) -> Result<RunResult, String> {
     let t0 = Instant::now();
-    let tracer = if opts.trace {
+    let mut tracer = if opts.trace {
         Tracer::new(&sc.trace.events)
     } else {
         Tracer::disabled()
     };
+    // the summary's window: the run may end sooner (`wbsim fio`, SIGINT),
+    // never later
+    tracer.stats = crate::metrics::TraceStats::new((sc.run.warmup, sc.run.duration), None);
+    let body = match (&opts.trace_dir, opts.trace) {
+        (Some(dir), true) => {
+            let path = dir.join(TRACE_BODY);
+            let f = std::fs::File::create(&path)
+                .map_err(|e| format!("writing {}: {e}", path.display()))?;
+            tracer.stream_to(f);
+            Some(path)
+        }
+        _ => None,
+    };
     let mut k = Kernel::new(sc.clone(), tracer);
     k.fio_log_dir = opts.fio_log_dir.clone();
     k.fio_end_when_done = opts.end_when_fio_done;
+    k.stop = opts.stop.clone();
+    k.trace_limit = opts.trace_limit;
+    k.full_device_stops = !opts.allow_full_device;
     k.run(|now, end| progress(now as f64 / 1e9, end as f64 / 1e9));
+    let trace_streamed = match (&body, &opts.trace_dir) {
+        (Some(body), Some(dir)) => {
+            finish_trace(&mut k.tracer, sc.machine.cpus, body, &dir.join("trace.txt"))
+                .map_err(|e| format!("writing {}: {e}", dir.join("trace.txt").display()))?;
+            true
+        }
+        _ => false,
+    };
     if let Some(e) = k.fio_log_error.take() {
         return Err(format!("writing fio's logs: {e}"));
     }
@@ -102,9 +151,13 @@ pub fn simulate_with(
     if !k.evcount.is_empty() {
         eprintln!("events by kind: {:?}", k.evcount);
     }
-    let trace_text = k.tracer.render(sc.machine.cpus);
-    let records = trace::parse(&trace_text);
-    let obs = k.observations(records);
+    let trace_text = if trace_streamed {
+        String::new()
+    } else {
+        k.tracer.render(sc.machine.cpus)
+    };
+    let stats = std::mem::take(&mut k.tracer.stats);
+    let obs = k.observations(stats);
     let mut summary = Summary::compute(&obs);
     summary.simoop = k.simoop_summary();
     let (thresh, bg) =
@@ -116,6 +169,10 @@ pub fn simulate_with(
         summary,
         fs_mark,
         trace_text,
+        trace_streamed,
+        stopped_at: k.stopped_at,
+        stopped_by: k.stopped_by,
+        full_device: k.full_device().map(|d| k.sc.devices[d].name.clone()),
         vmstat,
         extra_files,
         written,
@@ -126,9 +183,25 @@ pub fn simulate_with(
     })
 }
 
+/// Write `trace.txt`: the header for the tracer's lines, then the lines
+/// the run wrote to `body` (which is removed).
+fn finish_trace(tracer: &mut Tracer, ncpus: u32, body: &Path, out: &Path) -> std::io::Result<()> {
+    use std::io::Write as _;
+    tracer.finish_sink()?;
+    let mut f = std::fs::File::create(out)?;
+    f.write_all(tracer.header(ncpus).as_bytes())?;
+    let mut b = std::fs::File::open(body)?;
+    std::io::copy(&mut b, &mut f)?;
+    f.flush()?;
+    drop(b);
+    std::fs::remove_file(body)
+}
+
 pub fn write_outputs(dir: &Path, r: &RunResult) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    std::fs::write(dir.join("trace.txt"), &r.trace_text)?;
+    if !r.trace_streamed {
+        std::fs::write(dir.join("trace.txt"), &r.trace_text)?;
+    }
     let mut js = serde_json::to_string_pretty(&r.summary).expect("summary serialises");
     js.push('\n');
     std::fs::write(dir.join("summary.json"), js)?;
@@ -153,4 +226,81 @@ pub fn write_outputs(dir: &Path, r: &RunResult) -> std::io::Result<()> {
         serde_json::to_string_pretty(&wall).expect("json") + "\n",
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_whose_trace_passes_its_limit_stops_there_and_keeps_it() {
+        let dir = std::env::temp_dir().join(format!("wbsim-tlimit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sc = Scenario::builtin(&[]).unwrap();
+        let opts = SimOpts {
+            trace: true,
+            trace_dir: Some(dir.clone()),
+            trace_limit: Some(200_000),
+            ..Default::default()
+        };
+        let r = simulate_with(&sc, &opts, |_, _| {}).unwrap();
+        assert_eq!(r.stopped_by, Some("trace limit"));
+        let t = r.stopped_at.unwrap();
+        assert!(t > 0 && t < sc.run.duration, "{t}");
+        assert!(r.trace_streamed && r.trace_text.is_empty());
+        write_outputs(&dir, &r).unwrap();
+        let trace = std::fs::read_to_string(dir.join("trace.txt")).unwrap();
+        // the limit is checked every few thousand events: a little over
+        assert!(
+            trace.len() > 200_000 && trace.len() < 2_000_000,
+            "{}",
+            trace.len()
+        );
+        let s: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+        assert_eq!(s["stopped_by"], "trace limit");
+        assert_eq!(s["duration_s"], s["stopped_at_s"]);
+        // the same run in memory and streamed: the same summary and trace
+        let m = simulate_with(
+            &sc,
+            &SimOpts {
+                trace: true,
+                ..Default::default()
+            },
+            |_, _| {},
+        )
+        .unwrap();
+        let full = simulate_with(
+            &sc,
+            &SimOpts {
+                trace: true,
+                trace_dir: Some(dir.clone()),
+                ..Default::default()
+            },
+            |_, _| {},
+        )
+        .unwrap();
+        assert!(full.stopped_at.is_none());
+        assert_eq!(
+            serde_json::to_string(&m.summary).unwrap(),
+            serde_json::to_string(&full.summary).unwrap()
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("trace.txt")).unwrap(),
+            m.trace_text
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_run_that_fills_its_device_stops_there() {
+        let sc = Scenario::builtin(&["devices.loop0.size=100M".to_string()]).unwrap();
+        let r = simulate(&sc, false, |_, _| {});
+        assert_eq!(r.stopped_by, Some("device full"));
+        assert_eq!(r.full_device.as_deref(), Some("loop0"));
+        assert!(r.summary.stopped_at_s.unwrap() < 60.0);
+        // the default's 5 GiB holds its 3 GB
+        let sc = Scenario::builtin(&[]).unwrap();
+        assert_eq!(simulate(&sc, false, |_, _| {}).stopped_by, None);
+    }
 }

@@ -154,6 +154,10 @@ fn int_range(s: &str) -> Option<Vec<u64>> {
     (a < end && end - a <= 1_000_000).then(|| (a..end).collect())
 }
 
+/// A point's trace may be at most this big, as `wbsim run`'s without
+/// `--force`.
+pub const TRACE_LIMIT: u64 = 2 << 30;
+
 /// The most points a plan may have.
 pub const MAX_POINTS: usize = 1_000_000;
 
@@ -443,10 +447,21 @@ pub fn run_point(plan: &Plan, p: &Point, out: &Path) -> Result<(), String> {
     let opts = crate::output::SimOpts {
         trace: true,
         fio_log_dir: has_fio.then(|| dir.clone()),
-        end_when_fio_done: false,
+        trace_dir: Some(dir.clone()),
+        // as `wbsim run` without --force
+        trace_limit: Some(TRACE_LIMIT),
+        ..Default::default()
     };
     let r = crate::output::simulate_with(&sc, &opts, |_, _| {})?;
     crate::output::write_outputs(&dir, &r).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if let Some(why) = r.stopped_by {
+        // its outputs stay for a look; without point.json it is not done
+        return Err(format!(
+            "stopped at {:.3} s simulated ({why}); see {}",
+            r.stopped_at.unwrap_or(0) as f64 / 1e9,
+            dir.display()
+        ));
+    }
     let tmp = dir.join("point.json.tmp");
     std::fs::write(&tmp, point_json(p))
         .and_then(|_| std::fs::rename(&tmp, dir.join("point.json")))

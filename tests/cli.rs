@@ -460,14 +460,14 @@ fn a_bad_out_is_refused_before_the_run() {
 #[test]
 fn a_run_whose_trace_would_not_fit_is_refused_before_it_starts() {
     let o = std::process::Command::new(env!("CARGO_BIN_EXE_wbsim"))
-        .args(["run", "--set", "run.duration=100000h", "--out"])
+        .args(["run", "--set", "run.duration=1000h", "--out"])
         .arg(std::env::temp_dir().join(format!("wbsim-huge-{}", std::process::id())))
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(
-        e.contains("360000000 s simulated would write about") && e.contains("or --force"),
+        e.contains("3600000 s simulated would write about") && e.contains("or --force"),
         "{e}"
     );
 }
@@ -492,4 +492,90 @@ fn names_are_printed_without_their_control_characters() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert!(!e.contains('\u{7}') && e.contains("d\\u{7}x"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sigint_saves_the_run_so_far() {
+    let d = tmpdir("sigint");
+    let child = Command::new(env!("CARGO_BIN_EXE_wbsim"))
+        .args(["run", "--quiet", "--force", "--set", "run.duration=1000h"])
+        .arg("--out")
+        .arg(&d)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // the trace's lines are written as the run goes: once some are, the
+    // run is well under way
+    let body = d.join(".trace.txt.lines");
+    let t0 = std::time::Instant::now();
+    while std::fs::metadata(&body).map(|m| m.len()).unwrap_or(0) < 1 << 20 {
+        assert!(t0.elapsed().as_secs() < 120, "the run wrote no trace");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let o = child.wait_with_output().unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{e}");
+    assert!(e.contains("interrupted: the run stopped at"), "{e}");
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("summary.json")).unwrap()).unwrap();
+    let t = s["stopped_at_s"].as_f64().expect("stopped_at_s");
+    assert!(t > 0.0 && t < 3_600_000.0, "{t}");
+    assert_eq!(s["duration_s"].as_f64(), Some(t));
+    assert_eq!(s["window"]["end_s"].as_f64(), Some(t));
+    // the trace is whole: its header counts its lines, the last is before
+    // the stop
+    let trace = std::fs::read_to_string(d.join("trace.txt")).unwrap();
+    let n = trace.lines().filter(|l| !l.starts_with('#')).count();
+    assert!(
+        trace.contains(&format!("entries-in-buffer/entries-written: {n}/{n} ")),
+        "{}",
+        &trace[..300]
+    );
+    let last = wbsim::trace::parse_line(trace.lines().last().unwrap()).unwrap();
+    assert!(last.ts as f64 <= t * 1e9 + 1e6);
+    assert!(!body.exists(), "the trace's lines file is left behind");
+    for f in ["vmstat", "zoneinfo", "wall.json"] {
+        assert!(d.join(f).exists(), "{f} missing");
+    }
+}
+
+#[test]
+fn a_run_that_fills_its_device_stops_unless_forced() {
+    let d = tmpdir("full");
+    let o = wbsim(&[
+        "run",
+        "--quiet",
+        "--set",
+        "devices.loop0.size=100M",
+        "--out",
+        d.to_str().unwrap(),
+    ]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("device `loop0` is full") && e.contains("--force"),
+        "{e}"
+    );
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["stopped_by"], "device full");
+    let f = tmpdir("full-forced");
+    let o = wbsim(&[
+        "run",
+        "--quiet",
+        "--force",
+        "--set",
+        "devices.loop0.size=100M",
+        "--out",
+        f.to_str().unwrap(),
+    ]);
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{e}");
+    assert!(e.contains("warning: device `loop0` is full"), "{e}");
+    let s: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(f.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(s["duration_s"], 60.0);
+    assert!(s.get("stopped_by").is_none());
 }

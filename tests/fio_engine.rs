@@ -75,10 +75,13 @@ fn buffered_sequential_write_matches_dd_on_the_default_scenario() {
     let mut sc = sc;
     let mut j = job("w", Rw::Write, MIB);
     j.numjobs = 10;
-    j.size = Some(FioSize::Bytes(1 << 40));
+    // more than a clone writes in 20 s (~125 MB), and the ten files fit
+    // the 5 GiB device (a run that fills its device stops there)
+    j.size = Some(FioSize::Bytes(400 << 20));
     sc.jobs[0].kind = JobKind::Fio(Box::new(j));
     let mut k = Kernel::new(sc, wbsim::trace::Tracer::disabled());
     k.run(|_, _| {});
+    assert_eq!(k.stopped_by, None);
     let fio_bytes = bytes(&k, Dir::Write);
     let r = fio_bytes as f64 / dd_bytes as f64;
     assert!(

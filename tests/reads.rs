@@ -14,11 +14,12 @@ use wbsim::sim::{Ns, NSEC_PER_MSEC, NSEC_PER_SEC};
 const MIB: u64 = 1 << 20;
 
 /// A machine with `devices` (TOML), a filesystem on `fsdev` and a dd job
-/// that never starts within the run, plus a kernel thread to submit bios.
+/// that starts only at the run's last second (after everything these tests
+/// look at), plus a kernel thread to submit bios.
 fn machine(devices: &str, fsdev: &str, sets: &[&str]) -> (Kernel, Pid) {
     let toml = format!(
         "{devices}\n[filesystems.f]\ndevice = \"{fsdev}\"\nmetadata = false\n\
-         [jobs.dd]\nbs = \"1M\"\nstart = \"1000s\"\n\
+         [jobs.dd]\nbs = \"1M\"\nstart = \"99s\"\n\
          [run]\nduration = \"100s\"\nwarmup = \"0s\"\n"
     );
     let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
@@ -435,7 +436,7 @@ fn summary_shows_reads_only_for_a_device_that_read() {
     }
     k.submit_bio(write(&k, pid, 1, 0, 8));
     run_until(&mut k, 200 * NSEC_PER_SEC);
-    let s = wbsim::metrics::Summary::compute(&k.observations(Vec::new()));
+    let s = wbsim::metrics::Summary::compute(&k.observations(Default::default()));
     let json = serde_json::to_value(&s).unwrap();
     let dev = |n: &str| {
         json["devices"]

@@ -235,6 +235,7 @@ fn run(a: &FioArgs, sc: &Scenario) -> i32 {
             trace: a.out.is_some(),
             fio_log_dir: Some(log_dir.clone()),
             end_when_fio_done: !a.sets.iter().any(|s| s.starts_with("run.duration=")),
+            ..Default::default()
         };
         match crate::cli::simulate_with_progress(sc, &opts, true) {
             Ok(r) => r,

@@ -431,6 +431,10 @@ pub fn main() -> i32 {
                 trace: true,
                 fio_log_dir: has_fio.then(|| out.clone()),
                 end_when_fio_done: false,
+                trace_dir: Some(out.clone()),
+                stop: Some(stop_on_sigint()),
+                trace_limit: (!force).then_some(TRACE_LIMIT as u64),
+                allow_full_device: force,
             };
             let r = match simulate_with_progress(&sc, &opts, quiet) {
                 Ok(r) => r,
@@ -480,6 +484,51 @@ pub fn main() -> i32 {
                     print!("{}", EXPLAIN);
                 }
             }
+            if let Some(t) = r.stopped_at {
+                let why = if r.stopped_by == Some("SIGINT") {
+                    "interrupted".to_string()
+                } else if let (Some("device full"), Some(d)) = (r.stopped_by, &r.full_device) {
+                    format!(
+                        "device `{}` is full: its filesystem allocated past its {} bytes \
+                         (devices.{}.size), and the model has no ENOSPC; make the device \
+                         larger, write less (jobs' `size`, `run.duration`), or --force to \
+                         run on as if it were larger",
+                        term(d),
+                        sc.devices
+                            .iter()
+                            .find(|x| &x.name == d)
+                            .map_or(0, |x| x.size),
+                        term(d)
+                    )
+                } else {
+                    format!(
+                        "the trace passed {:.1} GB; trace fewer events \
+                         (--set 'trace.events=[balance_dirty_pages]', or [] for none), \
+                         run shorter, or --force",
+                        TRACE_LIMIT / 1e9
+                    )
+                };
+                eprintln!(
+                    "wbsim: {why}: the run stopped at {:.3} s of {:.0} s simulated; \
+                     {} holds the run so far (summary.json: stopped_at_s)",
+                    t as f64 / 1e9,
+                    sc.run.duration as f64 / 1e9,
+                    shown(&out)
+                );
+                return if r.stopped_by == Some("SIGINT") {
+                    130
+                } else {
+                    2
+                };
+            }
+            if let Some(d) = &r.full_device {
+                eprintln!(
+                    "wbsim: warning: device `{}` is full: its filesystem allocated past \
+                     devices.{}.size; with --force the run went on as if it were larger",
+                    term(d),
+                    term(d)
+                );
+            }
             0
         }
         Cmd::Bench { s, repeat, trace } => {
@@ -491,6 +540,17 @@ pub fn main() -> i32 {
             0
         }
     }
+}
+
+/// A flag that SIGINT (Ctrl-C) sets, for the run to stop where it is and
+/// write what it has; a second SIGINT exits at once (130).
+fn stop_on_sigint() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    use signal_hook::{consts::SIGINT, flag};
+    // the order matters: the shutdown is armed by the first signal's flag
+    let _ = flag::register_conditional_shutdown(SIGINT, 130, std::sync::Arc::clone(&stop));
+    let _ = flag::register(SIGINT, std::sync::Arc::clone(&stop));
+    stop
 }
 
 /// Simulate with a progress line on stderr (after the first second).
@@ -537,8 +597,8 @@ pub(crate) fn simulate_with_progress(
 const TRACE_LIMIT: f64 = 2.0 * 1024.0 * 1024.0 * 1024.0;
 
 /// A run longer than a minute is first simulated for its first 10 s, and
-/// its trace, held in memory until the end, is extrapolated to the whole
-/// run: over [`TRACE_LIMIT`] it is refused, with what to change.
+/// its trace is extrapolated to the whole run: over [`TRACE_LIMIT`] of
+/// disk it is refused, with what to change.
 fn estimate_ok(sc: &Scenario) -> Result<(), String> {
     const TRIAL: u64 = 10_000_000_000;
     let dur = sc.run.duration;
@@ -561,7 +621,7 @@ fn estimate_ok(sc: &Scenario) -> Result<(), String> {
     if bytes > TRACE_LIMIT {
         return Err(format!(
             "{} s simulated would write about {:.1} GB of trace (from its first 10 s: {:.1} MB), \
-             held in memory until the end (about {:.0} s of wall time); trace fewer events \
+             in about {:.0} s of wall time; trace fewer events \
              (--set 'trace.events=[balance_dirty_pages]', or [] for none), run shorter \
              (--set run.duration=...), or --force",
             dur / 1_000_000_000,

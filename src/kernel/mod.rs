@@ -216,6 +216,18 @@ pub struct Kernel {
     pub fio_log_dir: Option<std::path::PathBuf>,
     /// The first error writing a log file during the run.
     pub fio_log_error: Option<String>,
+    /// Set (by a SIGINT handler) to stop the run where it is: it ends at
+    /// the current time, as a shorter `run.duration` would, and
+    /// `stopped_at` says when.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Stop the run the same way once the trace holds more bytes than this.
+    pub trace_limit: Option<u64>,
+    /// When the run was stopped, and why ("SIGINT", "trace limit").
+    pub stopped_at: Option<Ns>,
+    pub stopped_by: Option<&'static str>,
+    /// Stop the run when a filesystem fills its device (`--force` runs on,
+    /// as if the device were larger).
+    pub full_device_stops: bool,
     /// The page cache's read side (mm/readahead.rs).
     pub ra: crate::mm::readahead::ReadSide,
     /// Tasks in fsync waiting for an inode's writeback to end (fs/sync.rs).
@@ -290,6 +302,11 @@ impl Kernel {
             fio_end_when_done: false,
             fio_log_dir: None,
             fio_log_error: None,
+            stop: None,
+            trace_limit: None,
+            stopped_at: None,
+            stopped_by: None,
+            full_device_stops: true,
             ra: Default::default(),
             fsync_waiters: Vec::new(),
             end: sc.run.duration,
@@ -494,10 +511,44 @@ impl Kernel {
         let mut n = 0u64;
         while self.step() {
             n += 1;
-            if n.is_multiple_of(65536) {
-                progress(self.now(), self.end);
+            if n.is_multiple_of(4096) {
+                if self.stopped_at.is_none() {
+                    let by = if self
+                        .stop
+                        .as_ref()
+                        .is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed))
+                    {
+                        Some("SIGINT")
+                    } else if self.trace_limit.is_some_and(|l| self.tracer.bytes > l) {
+                        Some("trace limit")
+                    } else if self.full_device_stops && self.full_device().is_some() {
+                        Some("device full")
+                    } else {
+                        None
+                    };
+                    if by.is_some() {
+                        self.stopped_at = Some(self.now());
+                        self.stopped_by = by;
+                        self.end_run_now();
+                    }
+                }
+                if n.is_multiple_of(65536) {
+                    progress(self.now(), self.end);
+                }
             }
         }
+    }
+
+    /// The first filesystem that has allocated more sectors than its
+    /// device holds (the model has no ENOSPC: a run stops there), as its
+    /// device's index.
+    pub fn full_device(&self) -> Option<usize> {
+        self.sbs.iter().find_map(|s| {
+            let size = self.sc.devices[s.dev].size / 512;
+            let last = s.ag_cursor.iter().copied().max().unwrap_or(0);
+            (s.used_sectors() + s.ag_data_start.first().copied().unwrap_or(0) > size || last > size)
+                .then_some(s.dev)
+        })
     }
 
     pub fn events_simulated(&self) -> u64 {

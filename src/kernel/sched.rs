@@ -958,7 +958,7 @@ impl Kernel {
                 "prev_comm={pc} prev_pid={pp} prev_prio=120 prev_state={ps} ==> next_comm={nc} next_pid={np} next_prio=120"
             ),
         );
-        self.tracer.lines += 1;
+        self.tracer.line_done();
     }
 
     /// Task `pid` leaves its CPU for `action`: its `prev_state` for the
@@ -1009,7 +1009,7 @@ impl Kernel {
             "sched_wakeup",
             format_args!("comm={comm} pid={tp} prio=120 target_cpu={target:03}"),
         );
-        self.tracer.lines += 1;
+        self.tracer.line_done();
     }
 
     /// Arm task `pid`'s timer for a tick in the future, `at` being the

@@ -9,6 +9,9 @@ use crate::trace::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod stream;
+pub use stream::TraceStats;
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct VmSample {
     pub t: Ns,
@@ -91,6 +94,13 @@ pub struct Observations {
     pub tasks: Vec<TaskObs>,
     pub devices: Vec<DevObs>,
     pub trace: Vec<Record>,
+    /// The trace's statistics, kept as the run went (the simulator's
+    /// streamed trace); None: computed from `trace`.
+    pub trace_stats: Option<TraceStats>,
+    /// The run was stopped at this simulated time, and why ("SIGINT",
+    /// "trace limit").
+    pub stopped_at: Option<Ns>,
+    pub stopped_by: Option<&'static str>,
     /// The bdis of the scenario's devices ("7:0"); trace lines of other
     /// bdis are left out of the statistics and counted as contamination.
     pub bdis: Vec<String>,
@@ -202,9 +212,10 @@ impl Kernel {
         t
     }
 
-    /// Gather observations at the end of the run. `trace` is the parsed
-    /// trace text (the same parser live mode uses).
-    pub fn observations(&self, trace: Vec<Record>) -> Observations {
+    /// Gather observations at the end of the run. `trace` is the trace's
+    /// statistics, kept from its lines as they were printed (read by the
+    /// same parser live mode uses).
+    pub fn observations(&self, trace: TraceStats) -> Observations {
         let tasks = (0..self.tasks.len())
             .filter(|&i| self.tasks[i].job.is_some() || self.tasks[i].state != RunState::Dead)
             .map(|i| {
@@ -235,7 +246,10 @@ impl Kernel {
             samples: self.rec.samples.clone(),
             tasks,
             devices,
-            trace,
+            trace: Vec::new(),
+            trace_stats: Some(trace),
+            stopped_at: self.stopped_at,
+            stopped_by: self.stopped_by,
             bdis: self.bdis.iter().map(|b| b.name.clone()).collect(),
             cgroup_ino: None,
             events_simulated: Some(self.events_simulated()),
@@ -274,7 +288,34 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i] + (sorted[j] - sorted[i]) * (k - i as f64)
 }
 
-fn r3(x: f64) -> f64 {
+/// [`percentile`] of the sorted list that `counts` (value: how many times)
+/// run-length codes, read without building it.
+pub fn percentile_of_counts(counts: &[(i64, u64)], p: f64) -> f64 {
+    let n: u64 = counts.iter().map(|c| c.1).sum();
+    if n == 0 {
+        return f64::NAN;
+    }
+    let k = (n - 1) as f64 * p;
+    let i = k.floor() as u64;
+    let j = (i + 1).min(n - 1);
+    // the values at ranks i and j
+    let (mut vi, mut vj) = (None, None);
+    let mut seen = 0u64;
+    for &(v, c) in counts {
+        seen += c;
+        if vi.is_none() && i < seen {
+            vi = Some(v as f64);
+        }
+        if j < seen {
+            vj = Some(v as f64);
+            break;
+        }
+    }
+    let (si, sj) = (vi.unwrap_or(f64::NAN), vj.unwrap_or(f64::NAN));
+    si + (sj - si) * (k - i as f64)
+}
+
+pub(crate) fn r3(x: f64) -> f64 {
     if x.is_finite() {
         (x * 1000.0).round() / 1000.0
     } else {
@@ -410,6 +451,14 @@ pub struct Summary {
     /// writers' cgroup), left out of the statistics.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub other_cgroup_lines: Option<u64>,
+    /// A run stopped before its end: the simulated time it stopped at, and
+    /// why: "SIGINT" (Ctrl-C) or "trace limit" (its trace passed 2 GiB
+    /// without --force). Its figures cover the run up to there
+    /// (`duration_s` and the window end there too).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub stopped_at_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub stopped_by: Option<String>,
     pub events_simulated: Option<u64>,
     /// Per cgroup (a run with cgroups only): io.stat bytes over the run,
     /// MiB/s in the window, and memory.stat at the end.
@@ -549,45 +598,16 @@ impl Summary {
             .iter()
             .filter(|s| s.t >= w0 && s.t <= w1)
             .collect();
-        let mut trace = BTreeMap::new();
-        let trace_win: Vec<&Record> = o
-            .trace
-            .iter()
-            .filter(|r| r.ts >= w0 && r.ts <= w1)
-            .collect();
-        let foreign =
-            |r: &Record| !o.bdis.is_empty() && r.bdi.as_ref().is_some_and(|b| !o.bdis.contains(b));
-        let other_bdi_lines = trace_win.iter().filter(|r| foreign(r)).count() as u64;
-        let other_wb = |r: &Record| {
-            o.cgroup_ino.is_some_and(|ino| {
-                r.bdi.is_some() && r.get("cgroup_ino").is_some_and(|c| c as u64 != ino)
-            })
-        };
-        let recs: Vec<&Record> = trace_win.into_iter().filter(|r| !foreign(r)).collect();
-        let other_cgroup_lines = o
-            .cgroup_ino
-            .map(|_| recs.iter().filter(|r| other_wb(r)).count() as u64);
-        let recs: Vec<&Record> = recs.into_iter().filter(|r| !other_wb(r)).collect();
-        let mut evnames: Vec<&str> = recs.iter().map(|r| r.event.as_str()).collect();
-        evnames.sort();
-        evnames.dedup();
-        for ev in evnames {
-            let rs: Vec<&&Record> = recs.iter().filter(|r| r.event == ev).collect();
-            let mut fields: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-            for r in &rs {
-                for (k, v) in &r.fields {
-                    fields.entry(k.clone()).or_default().push(*v as f64);
+        let figures = match &o.trace_stats {
+            Some(st) => st.finish(&o.bdis, per_s),
+            None => {
+                let mut st = TraceStats::new((w0, w1), o.cgroup_ino);
+                for r in &o.trace {
+                    st.add(r);
                 }
+                st.finish(&o.bdis, per_s)
             }
-            trace.insert(
-                ev.to_string(),
-                EventSummary {
-                    count: rs.len(),
-                    per_s: r3(per_s(rs.len() as u64)),
-                    fields: fields.into_iter().map(|(k, v)| (k, Pct::of(v))).collect(),
-                },
-            );
-        }
+        };
         Summary {
             scenario: o.scenario.clone(),
             seed: o.seed,
@@ -610,9 +630,11 @@ impl Summary {
             nr_writeback: Pct::of(inwin.iter().map(|s| s.nr_writeback as f64).collect()),
             voluntary_cs_per_task_s: Spread::of(all_v),
             involuntary_cs_per_task_s: Spread::of(all_iv),
-            trace,
-            other_bdi_lines,
-            other_cgroup_lines,
+            trace: figures.trace,
+            other_bdi_lines: figures.other_bdi_lines,
+            other_cgroup_lines: figures.other_cgroup_lines,
+            stopped_at_s: o.stopped_at.map(|t| r3(t as f64 / NSEC_PER_SEC as f64)),
+            stopped_by: o.stopped_by.map(str::to_string),
             events_simulated: o.events_simulated,
             simoop: None,
             cgroups: o

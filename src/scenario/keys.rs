@@ -192,11 +192,11 @@ pub const KEYS: &[KeyDoc] = &[
     k("jobs.NAME.type", "the name, if it starts with `dd` or is `fs_mark` or `fsmark`", ALL, "\"dd\"", "`dd`, `fs_mark`, `fio` or `simoop`"),
     k("jobs.NAME.filesystem", "the only one", ALL, "\"scratch\"", "where the files go"),
     k("jobs.NAME.start", "0s", ALL, "\"5s\"", "when the writers start"),
-    k("jobs.NAME.numjobs", "1", DD, "10", "writers, one file each"),
+    k("jobs.NAME.numjobs", "1", DD, "10", "writers, one file each (at most 100000; docs/scenario.md, Caps)"),
     k("jobs.NAME.bs", "512", DD, "\"1M\"", "block size (a multiple of 512, up to 64M)"),
     k("jobs.NAME.size", "no limit", DD, "\"1G\"", "bytes per writer"),
     k("jobs.NAME.runtime", "to the end", DD, "\"20s\"", "how long the writers write"),
-    k("jobs.NAME.args", "required", FS_MARK_SIMOOP, "\"-d /mnt/0 -S0 -n 1000 -s 4096 -L 2\"", "fs_mark's flags (`-d DIR` a thread each, `-D`, `-n`, `-s`, `-S0`, `-L`, `-t`); simoop's flags, then directories that name filesystems"),
+    k("jobs.NAME.args", "required", FS_MARK_SIMOOP, "\"-d /mnt/0 -S0 -n 1000 -s 4096 -L 2\"", "fs_mark's flags (`-d DIR` a thread each, `-D`, `-n`, `-s`, `-S0`, `-L`, `-t`; Caps above); simoop's flags, then directories that name filesystems"),
     k("jobs.NAME.file", "one of file, job, cmdline", FIO, "\"examples/seed-003/writers.fio\"", "an fio job file (relative to the scenario file); each of its jobs runs, its files on `filesystem`"),
     k("jobs.NAME.job", "one of file, job, cmdline", FIO, "\"[w]\\nrw=write\\nsize=64m\\n\"", "an fio job file's text, inline (a TOML multi-line string)"),
     k("jobs.NAME.cmdline", "one of file, job, cmdline", FIO, "\"--name=w --rw=randwrite --bs=4k --size=64m\"", "fio's command-line job options (`--name=` starts a job)"),
@@ -215,7 +215,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("cgroups.NAME.io.max.DEV.wiops", "max", ALL, "1000", "`io.max` `wiops` on device DEV: write IOs per second"),
     k("cgroups.NAME.io.max.DEV.riops", "max", ALL, "1000", "`io.max` `riops` on device DEV: read IOs per second"),
     // run
-    k("run.duration", "60s", ALL, "\"60s\"", "simulated time"),
+    k("run.duration", "60s", ALL, "\"60s\"", "simulated time; at most 365 days"),
     k("run.warmup", "duration/2", ALL, "\"30s\"", "start of the measured window (it ends at `run.duration`)"),
     k("run.seed", "1", ALL, "7", "PRNG seed (also `--seed N`)"),
     k("run.dirty_throttle", "io-less", ALL, "\"legacy\"", "`io-less` (6.x), `io-less-3.2` (3.2) or `legacy` (2.6.32–3.1)"),
@@ -408,7 +408,8 @@ pub fn markdown() -> String {
          \n\
          Scenarios are TOML. `NAME` stands for the name a scenario gives a device,\n\
          filesystem, job or cgroup (`[devices.loop0]`), `DEV` for a device's name.\n\
-         Every key can also be set from the\n\
+         An inline table (`machine = { memory = \"1G\" }`, `jobs.dd = { numjobs = 4 }`)\n\
+         is the table it stands for. Every key can also be set from the\n\
          command line by its dotted path: `--set devices.loop0.write_bps=20MiB/s`.\n\
          `wbsim help KEY` prints one entry (`wbsim help devices.loop0.write_bps`) or\n\
          every key under a prefix (`wbsim help vm`); `wbsim default-scenario` prints\n\
@@ -419,6 +420,15 @@ pub fn markdown() -> String {
          KiB/MiB/GiB/TiB are powers of 1024, as in dd and fio; KB/MB/GB/TB powers of\n\
          1000). Rates: a size with `/s` (`50MiB/s`, `100MB/s`). Durations: `ns`, `us`,\n\
          `ms`, `s`, `min`, `h` (`60s`, `100ms`).\n\
+         \n\
+         **Caps.** Counts that scale a run's work or memory have caps, and a value\n\
+         over one is refused with the key and the cap: `run.duration` at most 365\n\
+         days; dd's `numjobs` at most 100000, fs_mark's threads (its `-d`\n\
+         directories times `-t`) at most 100000, and the tasks of all jobs together\n\
+         (dd writers, fs_mark threads, fio clones) at most 100000 (about 1 KiB each);\n\
+         fs_mark's `-n`, `-L` and `-D` at most 2147483647 (an `int` in fs_mark), `-s`\n\
+         at most 1 GiB, and threads × `-n` × `-L` at most 10^15 files. A run's trace\n\
+         is bounded apart (docs/outputs.md: over 2 GiB needs `--force`).\n\
          \n\
          **Order of application.** Values apply in document order, then `--set`s in\n\
          command-line order; as in the kernel, writing a `*_bytes` sysctl zeroes its\n\

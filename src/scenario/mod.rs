@@ -570,6 +570,12 @@ pub struct Isolation {
 /// 50 MiB/s throttled device, dirty_bytes 200M, background 100M, 60 s.
 pub const DEFAULT_SCENARIO: &str = include_str!("default.toml");
 
+/// The longest `run.duration`: a year of simulated time.
+pub const MAX_DURATION: Ns = 365 * 24 * 3600 * NSEC_PER_SEC;
+/// The most tasks the jobs may start together (dd's `numjobs`, fs_mark's
+/// threads, fio's clones): each is about 1 KiB of state.
+pub const MAX_TASKS: u64 = 100_000;
+
 impl Scenario {
     pub fn load_file(path: &str, sets: &[String]) -> Result<Scenario, ScenarioError> {
         let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {
@@ -1021,7 +1027,14 @@ fn build(raw: RawScenario, name: &str) -> Result<Scenario, ScenarioError> {
     let features = read_features(&mut r, run.dirty_throttle)?;
     feature_defaults(&features, &mut devices, &mut filesystems, page_size);
     let cgroups = crate::kernel::cgroup::read_cgroups(&mut r, &devices)?;
-    let jobs = read_jobs(&mut r, &machine, &devices, &filesystems, &cgroups)?;
+    let jobs = read_jobs(
+        &mut r,
+        &machine,
+        &devices,
+        &filesystems,
+        &cgroups,
+        run.duration,
+    )?;
     check_devices_used(&r, &devices, used, &jobs)?;
     let trace = read_trace(&mut r)?;
     let events = read_events(&mut r, &devices, run.duration, page_size)?;
@@ -1120,6 +1133,17 @@ fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
                     Some((a.trim().parse::<u32>().ok()?, b.trim().parse::<u32>().ok()?))
                 });
                 match parsed {
+                    // the kernel's dev_t: a 12-bit major, a 20-bit minor
+                    // (MINORBITS)
+                    Some((ma, mi)) if ma > 4095 || mi > (1 << 20) - 1 => {
+                        return err(
+                            &e.origin,
+                            format!(
+                                "`devno` = \"{s}\": out of range; expected a major in 0..=4095 \
+                                 and a minor in 0..=1048575 (the kernel's dev_t)"
+                            ),
+                        )
+                    }
                     Some(x) => x,
                     None => {
                         return err(
@@ -1232,10 +1256,22 @@ fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
             .filter(|(k, _)| k.starts_with(&pre))
             .min_by_key(|(_, e)| e.order)
         {
+            // a key of other device types says which
+            let key = &k[pre.len()..];
+            let others: Vec<String> = crate::drivers::DRIVER_TYPES
+                .iter()
+                .filter(|t| t.keys.contains(&key))
+                .map(|t| format!("`{}`", t.name))
+                .collect();
+            let takes = if others.is_empty() {
+                String::new()
+            } else {
+                format!(" (`{key}` is a key of {} devices)", others.join(", "))
+            };
             return err(
                 &e.origin,
                 format!(
-                    "unknown key `{k}` for a `{ty}` device; expected one of its keys {{{}}} or a key of every device {{{}}}",
+                    "unknown key `{k}` for a `{ty}` device{takes}; expected one of its keys {{{}}} or a key of every device {{{}}}",
                     driver.keys.join(","),
                     DEVICE_KEYS.join(",")
                 ),
@@ -1560,6 +1596,16 @@ fn check_devices_used(
 fn read_run(r: &mut Reader) -> Result<Run, ScenarioError> {
     let duration = match r.duration("run.duration")? {
         Some((0, e)) => return err(&e.origin, "`run.duration` must be > 0"),
+        Some((d, e)) if d > MAX_DURATION => {
+            return err(
+                &e.origin,
+                format!(
+                    "`run.duration` = {} s is over the cap of 365 days ({} s) of simulated time",
+                    d / NSEC_PER_SEC,
+                    MAX_DURATION / NSEC_PER_SEC
+                ),
+            )
+        }
         Some((d, _)) => d,
         None => 60 * NSEC_PER_SEC,
     };
@@ -1643,8 +1689,9 @@ fn read_jobs(
     devices: &[Device],
     filesystems: &[Filesystem],
     cgroups: &[crate::kernel::cgroup::CgroupConf],
+    duration: Ns,
 ) -> Result<Vec<Job>, ScenarioError> {
-    let mut jobs = Vec::new();
+    let mut jobs: Vec<Job> = Vec::new();
     for (jname, jorigin) in r.raw.names_under("jobs") {
         let p = |k: &str| format!("jobs.{jname}.{k}");
         let ty = match r.choice(&p("type"), &["dd", "fs_mark", "fio", "simoop"])? {
@@ -1684,7 +1731,21 @@ fn read_jobs(
                 )
             }
         };
-        let start = r.duration(&p("start"))?.map(|x| x.0).unwrap_or(0);
+        let start = match r.duration(&p("start"))? {
+            Some((t, e)) if t >= duration => {
+                return err(
+                    &e.origin,
+                    format!(
+                        "`jobs.{jname}.start` = {} s is not before the end of the run \
+                         (`run.duration` = {} s): the job would never run",
+                        t as f64 / 1e9,
+                        duration as f64 / 1e9
+                    ),
+                )
+            }
+            Some((t, _)) => t,
+            None => 0,
+        };
         let cgroup = match r.string(&p("cgroup"), "a cgroup name")? {
             Some((c, e)) => Some((
                 crate::kernel::cgroup::resolve(
@@ -1723,6 +1784,7 @@ fn read_jobs(
                     cgroup.as_ref(),
                     cgroups,
                 )?);
+                check_tasks(&jobs, &jname, &jorigin)?;
                 continue;
             }
             "fs_mark" => crate::workload::fs_mark::read_job(r, &jname, &jorigin, &mut job)?,
@@ -1732,8 +1794,33 @@ fn read_jobs(
             _ => crate::workload::dd::read_job(r, &jname, &mut job)?,
         }
         jobs.push(job);
+        check_tasks(&jobs, &jname, &jorigin)?;
     }
     Ok(jobs)
+}
+
+/// The jobs so far, the last `jname`, start at most [`MAX_TASKS`] tasks.
+fn check_tasks(jobs: &[Job], jname: &str, origin: &Origin) -> Result<(), ScenarioError> {
+    let n: u64 = jobs.iter().map(job_tasks).sum();
+    if n > MAX_TASKS {
+        return err(
+            origin,
+            format!(
+                "with job `{jname}` the jobs start {n} tasks (dd's `numjobs`, fs_mark's \
+                 directories times `-t`, fio's `numjobs`, all jobs together); expected at most \
+                 {MAX_TASKS}"
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// The tasks a job starts.
+fn job_tasks(j: &Job) -> u64 {
+    match &j.kind {
+        JobKind::FsMark(a) => a.threads(),
+        _ => j.numjobs as u64,
+    }
 }
 
 /// `trace.events`.
@@ -2270,5 +2357,77 @@ mod feature_tests {
         .unwrap();
         assert_eq!(sc.filesystems[0].commit_interval, 10 * NSEC_PER_SEC);
         assert_eq!(sc.filesystems[0].journal_size, 64 << 20);
+    }
+}
+
+#[cfg(test)]
+mod cap_tests {
+    use super::*;
+
+    fn load(src: &str, sets: &[&str]) -> Result<Scenario, String> {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        Scenario::load_str(src, "t.toml", "t", &sets).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_run_longer_than_a_year_is_refused() {
+        let e = load(DEFAULT_SCENARIO, &["run.duration=100000h"]).unwrap_err();
+        assert!(
+            e.contains("--set run.duration=100000h")
+                && e.contains("`run.duration` = 360000000 s is over the cap of 365 days"),
+            "{e}"
+        );
+        assert!(load(DEFAULT_SCENARIO, &["run.duration=8760h"]).is_ok());
+    }
+
+    #[test]
+    fn values_that_cannot_happen_are_refused() {
+        let e = load(DEFAULT_SCENARIO, &["jobs.dd.start=60s"]).unwrap_err();
+        assert!(
+            e.contains("`jobs.dd.start` = 60 s is not before the end of the run"),
+            "{e}"
+        );
+        assert!(load(DEFAULT_SCENARIO, &["jobs.dd.start=59s"]).is_ok());
+        let e = load(DEFAULT_SCENARIO, &["jobs.dd.runtime=0s"]).unwrap_err();
+        assert!(e.contains("`jobs.dd.runtime` = 0"), "{e}");
+        let e = load(DEFAULT_SCENARIO, &["devices.loop0.devno=99999999:99999999"]).unwrap_err();
+        assert!(
+            e.contains("out of range; expected a major in 0..=4095"),
+            "{e}"
+        );
+        let e = load(DEFAULT_SCENARIO, &["devices.loop0.devno=7:1048576"]).unwrap_err();
+        assert!(e.contains("out of range"), "{e}");
+        assert!(load(DEFAULT_SCENARIO, &["devices.loop0.devno=4095:1048575"]).is_ok());
+        let e = load(DEFAULT_SCENARIO, &["devices.loop0.channels=8"]).unwrap_err();
+        assert!(
+            e.contains("for a `throttled` device (`channels` is a key of `ssd` devices)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_jobs_tasks_together_have_a_cap() {
+        let src = "[devices.d]\ntype = \"ssd\"\n[filesystems.f]\ndevice = \"d\"\n\
+                   [jobs.a]\ntype = \"dd\"\nnumjobs = 60000\n\
+                   [jobs.b]\ntype = \"fs_mark\"\nargs = \"-d /x -t 50000\"\n";
+        let e = load(src, &[]).unwrap_err();
+        assert!(
+            e.starts_with("t.toml:8:")
+                && e.contains("with job `b` the jobs start 110000 tasks")
+                && e.contains("expected at most 100000"),
+            "{e}"
+        );
+        assert!(load(src, &["jobs.b.args=-d /x -t 40000"]).is_ok());
+        // one job's own cap names its key
+        let e = load(DEFAULT_SCENARIO, &["jobs.dd.numjobs=100001"]).unwrap_err();
+        assert!(
+            e.contains("`jobs.dd.numjobs`") && e.contains("1..=100000"),
+            "{e}"
+        );
+        let e = load(src, &["jobs.b.args=-d /x -t 10000000"]).unwrap_err();
+        assert!(
+            e.contains("fs_mark `-t 10000000`: expected at most 100000"),
+            "{e}"
+        );
     }
 }

@@ -166,18 +166,7 @@ impl RawScenario {
                     self.walk_table(sub, &path, src, file)?;
                 }
                 toml_edit::Item::Value(toml_edit::Value::InlineTable(it)) => {
-                    self.tables.entry(path.clone()).or_insert(origin.clone());
-                    let sub = it.clone().into_table();
-                    // inline tables lose spans when converted: use the key's line
-                    for (k2, v2) in sub.iter() {
-                        let p2 = format!("{path}.{k2}");
-                        if let toml_edit::Item::Value(v) = v2 {
-                            let val = Self::conv(v, &origin)?;
-                            self.insert(p2, val, origin.clone());
-                        } else {
-                            return err(&origin, format!("nested table in inline table `{path}`"));
-                        }
-                    }
+                    self.walk_inline(it, &path, &origin, src, file)?;
                 }
                 toml_edit::Item::Value(v) => {
                     let val = Self::conv(v, &origin)?;
@@ -190,6 +179,39 @@ impl RawScenario {
                     );
                 }
                 toml_edit::Item::None => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// An inline table (`machine = { memory = "1G" }`, `jobs.dd = { ... }`,
+    /// nested ones too) is the table it stands for; each key has its own
+    /// line (an inline table may span lines inside an array), `origin`
+    /// where it has none.
+    fn walk_inline(
+        &mut self,
+        it: &toml_edit::InlineTable,
+        path: &str,
+        origin: &Origin,
+        src: &str,
+        file: &str,
+    ) -> Result<(), ScenarioError> {
+        self.tables
+            .entry(path.to_string())
+            .or_insert(origin.clone());
+        for (k, v) in it.iter() {
+            let p2 = format!("{path}.{k}");
+            let span = it.key(k).and_then(|k| k.span()).or_else(|| v.span());
+            let o2 = match span {
+                Some(s) => Self::origin_at(src, file, Some(s)),
+                None => origin.clone(),
+            };
+            match v {
+                toml_edit::Value::InlineTable(sub) => self.walk_inline(sub, &p2, &o2, src, file)?,
+                v => {
+                    let val = Self::conv(v, &o2)?;
+                    self.insert(p2, val, o2);
+                }
             }
         }
         Ok(())
@@ -209,7 +231,13 @@ impl RawScenario {
             toml_edit::Value::Datetime(_) => {
                 return err(origin, "a date-time is not a valid value here")
             }
-            toml_edit::Value::InlineTable(_) => return err(origin, "unexpected inline table"),
+            toml_edit::Value::InlineTable(_) => {
+                return err(
+                    origin,
+                    "an inline table inside an array is not used here; expected a value \
+                     (a table goes at a key: `NAME = { ... }` or `[NAME]`)",
+                )
+            }
         })
     }
 
@@ -316,5 +344,49 @@ impl RawScenario {
     /// The leftover entry that comes first in document order, if any.
     pub fn first_leftover(&self) -> Option<(&String, &Entry)> {
         self.entries.iter().min_by_key(|(_, e)| e.order)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::Scenario;
+
+    fn load(src: &str) -> Result<Scenario, String> {
+        Scenario::load_str(src, "t.toml", "t", &[]).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn inline_tables_are_the_tables_they_stand_for() {
+        let tables = "[machine]\nmemory = \"1G\"\n[machine.cost]\nsyscall = \"3us\"\n\
+                      [devices.d]\ntype = \"ssd\"\n[filesystems.f]\ndevice = \"d\"\n\
+                      [jobs.dd]\ntype = \"dd\"\nnumjobs = 3\nbs = \"1M\"\n";
+        let inline = "machine = { memory = \"1G\", cost = { syscall = \"3us\" } }\n\
+                      devices = { d = { type = \"ssd\" } }\n\
+                      filesystems.f = { device = \"d\" }\n\
+                      jobs.dd = { type = \"dd\", numjobs = 3, bs = \"1M\" }\n";
+        let mixed = "[machine]\nmemory = \"1G\"\ncost = { syscall = \"3us\" }\n\
+                     [devices]\nd = { type = \"ssd\" }\n[filesystems.f]\ndevice = \"d\"\n\
+                     [jobs]\ndd = { type = \"dd\", numjobs = 3, bs = \"1M\" }\n";
+        let a = format!("{:?}", load(tables).unwrap());
+        assert_eq!(a, format!("{:?}", load(inline).unwrap()));
+        assert_eq!(a, format!("{:?}", load(mixed).unwrap()));
+    }
+
+    #[test]
+    fn errors_in_inline_tables_name_their_line() {
+        let src = "# a job\n\njobs = { dd = { type = \"dd\", numjobs = 0 } }\n\
+                   [devices.d]\ntype = \"ssd\"\n[filesystems.f]\ndevice = \"d\"\n";
+        let e = load(src).unwrap_err();
+        assert!(e.starts_with("t.toml:3: `jobs.dd.numjobs`"), "{e}");
+        let e = load(&src.replace("numjobs = 0", "nmjobs = 2")).unwrap_err();
+        assert!(
+            e.starts_with("t.toml:3: unknown key `jobs.dd.nmjobs`"),
+            "{e}"
+        );
+        let e = load(&src.replace("numjobs = 0", "numjobs = [{ a = 1 }]")).unwrap_err();
+        assert!(
+            e.contains("t.toml:3: an inline table inside an array"),
+            "{e}"
+        );
     }
 }

@@ -111,6 +111,11 @@ pub struct EventQueue<E> {
     occupied: Vec<u64>,
     /// The current bucket, sorted so that the next event is at the end.
     near: Vec<(u128, E)>,
+    /// Events scheduled into the current bucket while `near` holds
+    /// [`NEAR_MAX`] or more: a sorted insert into `near` moves every later
+    /// event, so 100k writers started at one time would cost the square of
+    /// their number. `pop` takes the earlier of the two.
+    near_over: std::collections::BinaryHeap<Far<E>>,
     /// Start time of the current bucket.
     cur: Ns,
     far: FarQueue<E>,
@@ -131,6 +136,8 @@ const WIDTH: Ns = 1 << BUCKET_SHIFT;
 const HORIZON: Ns = WIDTH * RING as Ns;
 /// Emptied bucket vectors kept for reuse.
 const SPARE: usize = 64;
+/// The current bucket's sorted events beyond which new ones go to a heap.
+const NEAR_MAX: usize = 512;
 /// Buckets up to this size are sorted by comparisons alone.
 const SMALL_BUCKET: usize = 24;
 /// Larger ones are first spread over `STEPS` steps of `2^STEP_SHIFT` ns.
@@ -245,6 +252,7 @@ impl<E: Copy> EventQueue<E> {
             ring: (0..RING).map(|_| Vec::new()).collect(),
             occupied: vec![0; RING / 64],
             near: Vec::new(),
+            near_over: Default::default(),
             cur: 0,
             far: FarQueue::default(),
             spare: Vec::new(),
@@ -272,8 +280,12 @@ impl<E: Copy> EventQueue<E> {
         let at = time_of(key);
         if at < self.cur + WIDTH {
             // the current bucket: keep it sorted, next event last
-            let pos = self.near.partition_point(|(k, _)| *k > key);
-            self.near.insert(pos, (key, ev));
+            if self.near.len() < NEAR_MAX {
+                let pos = self.near.partition_point(|(k, _)| *k > key);
+                self.near.insert(pos, (key, ev));
+            } else {
+                self.near_over.push(Far(key, ev));
+            }
         } else if at < self.cur + HORIZON {
             let b = ((at >> BUCKET_SHIFT) as usize) % RING;
             self.push_ring(b, key, ev);
@@ -395,10 +407,20 @@ impl<E: Copy> EventQueue<E> {
         if self.len == 0 {
             return None;
         }
-        while self.near.is_empty() {
+        while self.near.is_empty() && self.near_over.is_empty() {
             self.advance();
         }
-        let (key, ev) = self.near.pop().expect("non-empty bucket");
+        let over_first = match (self.near.last(), self.near_over.peek()) {
+            (_, None) => false,
+            (None, Some(_)) => true,
+            (Some(n), Some(o)) => o.0 < n.0,
+        };
+        let (key, ev) = if over_first {
+            let Far(k, e) = self.near_over.pop().expect("peeked");
+            (k, e)
+        } else {
+            self.near.pop().expect("non-empty bucket")
+        };
         let at = time_of(key);
         assert!(at >= self.now, "time went backwards");
         self.now = at;
@@ -407,8 +429,8 @@ impl<E: Copy> EventQueue<E> {
         Some((at, ev))
     }
     /// The `k`-th next event (0: the next), if it is already in the
-    /// current bucket (a hint for prefetching: events still to be scheduled
-    /// may come first).
+    /// current bucket (a hint for prefetching: events still to be scheduled,
+    /// or in `near_over`, may come first).
     #[inline]
     pub fn peek_near(&self, k: usize) -> Option<&E> {
         let n = self.near.len();
@@ -519,6 +541,37 @@ mod tests {
             assert_eq!((t, e), expect.remove(0));
         }
         assert!(expect.is_empty());
+    }
+
+    #[test]
+    fn a_crowded_bucket_pops_in_order_in_linear_time() {
+        // 200k events at one time, then more in the same bucket while it
+        // is popped: in order, and quickly (a sorted insert each was
+        // quadratic: minutes in a debug build)
+        let mut q = EventQueue::new();
+        let n = 200_000u32;
+        for i in 0..n {
+            q.schedule(100, i);
+        }
+        let mut next = n;
+        let mut expect: Vec<(Ns, u32)> = (0..n).map(|i| (100, i)).collect();
+        let mut got = Vec::new();
+        for k in 0..n {
+            let e = q.pop().unwrap();
+            got.push(e);
+            if k % 3 == 0 {
+                // later in the same bucket, and at the current time
+                let at = q.now() + (k as Ns % 2) * 1000;
+                q.schedule(at, next);
+                expect.push((at, next));
+                next += 1;
+            }
+        }
+        while let Some(e) = q.pop() {
+            got.push(e);
+        }
+        expect.sort_by_key(|&(a, b)| (a, b));
+        assert_eq!(got, expect);
     }
 
     #[test]

@@ -88,28 +88,87 @@ impl EventMask {
     }
 }
 
+/// The trace buffer. Each line is formatted into `buf`, counted into the
+/// summary's statistics (`stats`, through [`parse_line`]), and then either
+/// kept in `buf` (a run in memory: the tests, `wbsim bench`) or written to
+/// `sink` and dropped, so that a run's memory does not grow with its trace.
 #[derive(Default)]
 pub struct Tracer {
     pub on: EventMask,
+    /// The lines kept in memory; with a sink, only the line being formatted.
     pub buf: String,
     pub lines: u64,
+    /// Bytes of trace lines printed (what `buf` would hold without a sink).
+    pub bytes: u64,
+    /// The statistics of the summary's `trace` section.
+    pub stats: crate::metrics::TraceStats,
+    /// Where the lines go as they are printed (the body of `trace.txt`).
+    sink: Option<std::io::BufWriter<std::fs::File>>,
+    /// The first error writing to the sink (the rest of the lines are
+    /// dropped; the run reports it at its end).
+    pub sink_error: Option<std::io::Error>,
+    /// Where the line being formatted starts in `buf`.
+    line_start: usize,
 }
 
 impl Tracer {
     pub fn new(events: &[String]) -> Tracer {
         Tracer {
             on: EventMask::from_names(events),
-            buf: String::new(),
-            lines: 0,
+            ..Default::default()
         }
     }
     pub fn disabled() -> Tracer {
         Tracer::default()
     }
 
-    /// The `trace` file: the nop tracer's header, then the lines.
-    pub fn render(&self, ncpus: u32) -> String {
-        let mut s = String::with_capacity(self.buf.len() + 1024);
+    /// Write the lines to `f` as they are printed instead of keeping them.
+    pub fn stream_to(&mut self, f: std::fs::File) {
+        self.sink = Some(std::io::BufWriter::with_capacity(1 << 16, f));
+    }
+
+    /// Whether the lines go to a sink.
+    pub fn streaming(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// A line was formatted at the end of `buf`: count it, read it into
+    /// the statistics, and pass it to the sink if there is one.
+    #[inline]
+    pub fn line_done(&mut self) {
+        self.lines += 1;
+        let line = &self.buf[self.line_start..];
+        self.bytes += line.len() as u64;
+        if let Some(r) = parse_line(line.strip_suffix('\n').unwrap_or(line)) {
+            self.stats.add(&r);
+        }
+        if let Some(w) = &mut self.sink {
+            if self.sink_error.is_none() {
+                use std::io::Write as _;
+                if let Err(e) = w.write_all(line.as_bytes()) {
+                    self.sink_error = Some(e);
+                }
+            }
+            self.buf.clear();
+        }
+        self.line_start = self.buf.len();
+    }
+
+    /// Flush the sink and close it: the trace's lines are all written.
+    pub fn finish_sink(&mut self) -> std::io::Result<()> {
+        if let Some(mut w) = self.sink.take() {
+            use std::io::Write as _;
+            if let Some(e) = self.sink_error.take() {
+                return Err(e);
+            }
+            w.flush()?;
+        }
+        Ok(())
+    }
+
+    /// The `trace` file's header (the nop tracer's), for `lines` lines.
+    pub fn header(&self, ncpus: u32) -> String {
+        let mut s = String::with_capacity(1024);
         let _ = writeln!(s, "# tracer: nop\n#");
         let _ = writeln!(
             s,
@@ -127,6 +186,13 @@ impl Tracer {
 #           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n\
 #              | |         |   |||||     |         |\n",
         );
+        s
+    }
+
+    /// The `trace` file: the nop tracer's header, then the lines (those
+    /// kept in memory: none with a sink).
+    pub fn render(&self, ncpus: u32) -> String {
+        let mut s = self.header(ncpus);
         s.push_str(&self.buf);
         s
     }
@@ -165,7 +231,7 @@ impl Kernel {
             event,
             args,
         );
-        self.tracer.lines += 1;
+        self.tracer.line_done();
     }
 }
 
@@ -184,7 +250,7 @@ impl Kernel {
         );
         let _ = self.tracer.buf.write_fmt(args);
         self.tracer.buf.push('\n');
-        self.tracer.lines += 1;
+        self.tracer.line_done();
     }
 }
 

@@ -43,7 +43,15 @@ pub(crate) fn read_job(r: &mut Reader, jname: &str, job: &mut Job) -> Result<(),
         Some((s, _)) => Some(s),
         None => None,
     };
-    job.runtime = r.duration(&p("runtime"))?.map(|x| x.0);
+    job.runtime = match r.duration(&p("runtime"))? {
+        Some((0, e)) => {
+            return err(
+                &e.origin,
+                format!("`jobs.{jname}.runtime` = 0: the writers would write nothing; expected a duration > 0 (or no `runtime`: until the end of the run)"),
+            )
+        }
+        x => x.map(|x| x.0),
+    };
     job.kind = JobKind::Dd { bs, size };
     Ok(())
 }

@@ -13,6 +13,20 @@ use crate::scenario::raw::{err, Origin, ScenarioError};
 use crate::scenario::{Job, JobKind, Reader};
 use crate::sim::Ns;
 
+/// The most fs_mark threads a job runs (the directories times `-t`), as
+/// dd's `numjobs`; the scenario's cap on all jobs' tasks together is the
+/// same.
+pub const MAX_THREADS: u64 = crate::scenario::MAX_TASKS;
+/// `-n` and `-L` at most: fs_mark keeps them in an `int`, and the files of
+/// a run (threads × n × L) then fit in a u64.
+pub const MAX_FILES_PER_LOOP: u64 = i32::MAX as u64;
+pub const MAX_LOOPS: u64 = i32::MAX as u64;
+pub const MAX_SUBDIRS: u64 = i32::MAX as u64;
+/// The files of a run at most (threads × `-n` × `-L`).
+pub const MAX_RUN_FILES: u64 = 1_000_000_000_000_000;
+/// `-s` at most (a file is dirtied as one range).
+pub const MAX_FILE_SIZE: u64 = 1 << 30;
+
 /// The fs_mark flags wbsim understands: `-d DIR` (repeatable; one set of
 /// threads per directory), `-D N` subdirectories per directory, `-n N`
 /// files per thread per loop, `-s BYTES` file size, `-S0` (no sync), `-L N`
@@ -94,6 +108,39 @@ impl FsMarkArgs {
         }
         if a.files == 0 || a.loops == 0 || a.threads_per_dir == 0 {
             return Err("fs_mark -n, -L and -t must be > 0".into());
+        }
+        let cap = |flag: &str, v: u64, max: u64, what: &str| -> Result<(), String> {
+            if v > max {
+                return Err(format!(
+                    "fs_mark `{flag} {v}`: expected at most {max} {what}"
+                ));
+            }
+            Ok(())
+        };
+        cap(
+            "-t",
+            a.threads(),
+            MAX_THREADS,
+            "threads (directories times -t)",
+        )?;
+        cap(
+            "-n",
+            a.files,
+            MAX_FILES_PER_LOOP,
+            "files per thread per loop",
+        )?;
+        cap("-L", a.loops, MAX_LOOPS, "loops")?;
+        cap("-D", a.subdirs, MAX_SUBDIRS, "subdirectories")?;
+        cap("-s", a.size, MAX_FILE_SIZE, "bytes a file (1 GiB)")?;
+        let files = a.threads() as u128 * a.files as u128 * a.loops as u128;
+        if files > MAX_RUN_FILES as u128 {
+            return Err(format!(
+                "fs_mark would create {files} files (threads {} × -n {} × -L {}); expected at \
+                 most {MAX_RUN_FILES} (a year at a million files a second is 3.2e13)",
+                a.threads(),
+                a.files,
+                a.loops
+            ));
         }
         Ok(a)
     }
@@ -320,6 +367,31 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::FsMarkArgs;
+
+    #[test]
+    fn counts_that_scale_the_work_have_caps() {
+        let e = FsMarkArgs::parse("-d /a -t 10000000").unwrap_err();
+        assert_eq!(
+            e,
+            "fs_mark `-t 10000000`: expected at most 100000 threads (directories times -t)"
+        );
+        // the threads of all directories together
+        let e = FsMarkArgs::parse("-d /a -d /b -t 60000").unwrap_err();
+        assert!(e.starts_with("fs_mark `-t 120000`"), "{e}");
+        assert!(FsMarkArgs::parse("-d /a -d /b -t 50000").is_ok());
+        let e = FsMarkArgs::parse("-d /a -n 99999999999").unwrap_err();
+        assert!(e.contains("expected at most 2147483647 files"), "{e}");
+        let e = FsMarkArgs::parse("-d /a -L 99999999999").unwrap_err();
+        assert!(e.contains("loops"), "{e}");
+        let e = FsMarkArgs::parse("-d /a -s 99999999999").unwrap_err();
+        assert!(e.contains("1 GiB"), "{e}");
+        let e = FsMarkArgs::parse("-d /a -t 100000 -n 2147483647 -L 2147483647").unwrap_err();
+        assert!(
+            e.starts_with("fs_mark would create 461168601413242060900000 files (threads 100000"),
+            "{e}"
+        );
+        assert!(FsMarkArgs::parse("-d /a -t 100000 -n 100000 -L 100000").is_ok());
+    }
 
     #[test]
     fn a_flag_of_any_characters_is_an_error_not_a_panic() {

@@ -1592,7 +1592,8 @@ fn apply(
         },
         "numjobs" => {
             if let Some(x) = first_u64(&val) {
-                j.numjobs = x as u32;
+                // past u32: the scenario's task cap refuses it, not a wrap
+                j.numjobs = x.min(u32::MAX as u64) as u32;
             }
         }
         "filename" => j.filename = Some(text(&val)),

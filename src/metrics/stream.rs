@@ -1,0 +1,272 @@
+//! The trace's part of `summary.json`, kept as the lines are produced: per
+//! event and field, how many times each value occurred ([`Counts`]). The
+//! percentiles read from these counts are the ones a sort of every value
+//! gives, exactly (the counts are the sorted list, run-length coded), so
+//! nothing is kept per line and memory grows with the distinct values only
+//! (16 bytes each: a cumulative counter such as `global_dirty_state`'s
+//! `dirtied` has one per line, a field such as `pause` a few hundred).
+//!
+//! The simulator feeds each line as it is printed; live mode feeds the
+//! records it parsed from tracefs. Both then go through the same
+//! [`TraceStats::finish`], so they are measured alike.
+
+use super::{percentile_of_counts, r3, EventSummary, Pct};
+use crate::sim::Ns;
+use crate::trace::Record;
+use std::collections::BTreeMap;
+
+/// One event's lines: how many, and each numeric field's value counts.
+#[derive(Clone, Debug, Default)]
+struct EventAcc {
+    count: u64,
+    fields: BTreeMap<String, Counts>,
+}
+
+/// How many times each value occurred: a sorted run-length list, and the
+/// values added since it was last merged (at most an eighth of its length,
+/// so that a merge, linear in the list, is paid for by the adds before it).
+#[derive(Clone, Debug, Default)]
+pub struct Counts {
+    sorted: Vec<(i64, u64)>,
+    pending: Vec<i64>,
+}
+
+impl Counts {
+    pub fn add(&mut self, v: i64) {
+        self.pending.push(v);
+        if self.pending.len() >= (self.sorted.len() / 8).max(256) {
+            self.merge();
+        }
+    }
+
+    fn merge(&mut self) {
+        let mut p = std::mem::take(&mut self.pending);
+        p.sort_unstable();
+        let mut runs: Vec<(i64, u64)> = Vec::new();
+        for v in p {
+            match runs.last_mut() {
+                Some((x, n)) if *x == v => *n += 1,
+                _ => runs.push((v, 1)),
+            }
+        }
+        self.sorted = merge_runs(&self.sorted, &runs);
+    }
+
+    /// The sorted run-length list of every value added.
+    pub fn sorted(&self) -> Vec<(i64, u64)> {
+        let mut c = self.clone();
+        c.merge();
+        c.sorted
+    }
+}
+
+/// Two sorted run-length lists as one.
+fn merge_runs(a: &[(i64, u64)], b: &[(i64, u64)]) -> Vec<(i64, u64)> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        match a[i].0.cmp(&b[j].0) {
+            std::cmp::Ordering::Less => {
+                out.push(a[i]);
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out.push(b[j]);
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                out.push((a[i].0, a[i].1 + b[j].1));
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
+/// The lines of one bdi (or of none: `bdi: None`).
+#[derive(Clone, Debug, Default)]
+struct BdiAcc {
+    bdi: Option<String>,
+    events: BTreeMap<String, EventAcc>,
+    /// Lines of another cgroup's wb (live mode under cgroup v2), left out
+    /// of `events`.
+    other_wb: u64,
+}
+
+/// The trace's statistics over a window, fed one record at a time.
+#[derive(Clone, Debug, Default)]
+pub struct TraceStats {
+    window: (Ns, Ns),
+    cgroup_ino: Option<u64>,
+    by_bdi: Vec<BdiAcc>,
+}
+
+/// What [`TraceStats::finish`] gives: the summary's `trace`,
+/// `other_bdi_lines` and `other_cgroup_lines`.
+pub struct TraceFigures {
+    pub trace: BTreeMap<String, EventSummary>,
+    pub other_bdi_lines: u64,
+    pub other_cgroup_lines: Option<u64>,
+}
+
+impl TraceStats {
+    /// Statistics of the lines in `window` (both ends included). With
+    /// `cgroup_ino`, lines of a device's other wbs are counted apart.
+    pub fn new(window: (Ns, Ns), cgroup_ino: Option<u64>) -> TraceStats {
+        TraceStats {
+            window,
+            cgroup_ino,
+            by_bdi: Vec::new(),
+        }
+    }
+
+    /// Count one record.
+    pub fn add(&mut self, r: &Record) {
+        if r.ts < self.window.0 || r.ts > self.window.1 {
+            return;
+        }
+        let i = match self
+            .by_bdi
+            .iter()
+            .position(|b| b.bdi.as_deref() == r.bdi.as_deref())
+        {
+            Some(i) => i,
+            None => {
+                self.by_bdi.push(BdiAcc {
+                    bdi: r.bdi.clone(),
+                    ..Default::default()
+                });
+                self.by_bdi.len() - 1
+            }
+        };
+        let b = &mut self.by_bdi[i];
+        let other_wb = self.cgroup_ino.is_some_and(|ino| {
+            r.bdi.is_some() && r.get("cgroup_ino").is_some_and(|c| c as u64 != ino)
+        });
+        if other_wb {
+            b.other_wb += 1;
+            return;
+        }
+        let ev = match b.events.get_mut(r.event.as_str()) {
+            Some(e) => e,
+            None => b.events.entry(r.event.clone()).or_default(),
+        };
+        ev.count += 1;
+        for (k, v) in &r.fields {
+            let f = match ev.fields.get_mut(k.as_str()) {
+                Some(f) => f,
+                None => ev.fields.entry(k.clone()).or_default(),
+            };
+            f.add(*v);
+        }
+    }
+
+    /// The figures, with `bdis` the run's own devices' bdis: lines of other
+    /// bdis are counted as `other_bdi_lines` and left out (none are when
+    /// `bdis` is empty). `per_s` turns a count into a rate over the window.
+    pub fn finish(&self, bdis: &[String], per_s: impl Fn(u64) -> f64) -> TraceFigures {
+        let foreign =
+            |b: &BdiAcc| !bdis.is_empty() && b.bdi.as_ref().is_some_and(|b| !bdis.contains(b));
+        let mut other_bdi_lines = 0;
+        let mut other_cgroup_lines = 0;
+        // per event: its lines, and each field's sorted value counts
+        type Merged<'a> = BTreeMap<&'a str, (u64, BTreeMap<&'a str, Vec<(i64, u64)>>)>;
+        let mut merged: Merged = BTreeMap::new();
+        for b in &self.by_bdi {
+            if foreign(b) {
+                other_bdi_lines += b.other_wb + b.events.values().map(|e| e.count).sum::<u64>();
+                continue;
+            }
+            other_cgroup_lines += b.other_wb;
+            for (name, e) in &b.events {
+                let m = merged.entry(name.as_str()).or_default();
+                m.0 += e.count;
+                for (k, vals) in &e.fields {
+                    let f = m.1.entry(k.as_str()).or_default();
+                    let vals = vals.sorted();
+                    *f = if f.is_empty() {
+                        vals
+                    } else {
+                        merge_runs(f, &vals)
+                    };
+                }
+            }
+        }
+        let trace = merged
+            .into_iter()
+            .map(|(name, (count, fields))| {
+                (
+                    name.to_string(),
+                    EventSummary {
+                        count: count as usize,
+                        per_s: r3(per_s(count)),
+                        fields: fields
+                            .into_iter()
+                            .map(|(k, vals)| (k.to_string(), Pct::of_counts(&vals)))
+                            .collect(),
+                    },
+                )
+            })
+            .collect();
+        TraceFigures {
+            trace,
+            other_bdi_lines,
+            other_cgroup_lines: self.cgroup_ino.map(|_| other_cgroup_lines),
+        }
+    }
+}
+
+impl Pct {
+    /// [`Pct::of`] the values that `counts` holds (sorted, value: how many
+    /// times).
+    pub fn of_counts(counts: &[(i64, u64)]) -> Pct {
+        Pct {
+            p10: r3(percentile_of_counts(counts, 0.1)),
+            p50: r3(percentile_of_counts(counts, 0.5)),
+            p90: r3(percentile_of_counts(counts, 0.9)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_of_counts_are_those_of_the_sorted_values() {
+        let vals: Vec<i64> = vec![5, -3, 7, 7, 7, 100, 0, 5, 2, 9_007_199_254_740_993, 42];
+        for n in 1..=vals.len() {
+            let v = &vals[..n];
+            let mut counts = Counts::default();
+            for x in v {
+                counts.add(*x);
+            }
+            assert_eq!(
+                Pct::of_counts(&counts.sorted()),
+                Pct::of(v.iter().map(|x| *x as f64).collect()),
+                "{v:?}"
+            );
+        }
+        assert_eq!(Pct::of_counts(&[]), Pct::of(Vec::new()));
+    }
+
+    #[test]
+    fn counts_merge_as_they_grow() {
+        // a counter (one value a line) and a field of few values
+        let mut c = Counts::default();
+        let mut d = Counts::default();
+        let mut all = Vec::new();
+        for i in 0..20_000i64 {
+            let v = (i * 7919) % 10_007;
+            c.add(v);
+            d.add(i % 5);
+            all.push(v as f64);
+        }
+        assert!(c.pending.len() < 20_000 / 8 + 256);
+        assert_eq!(Pct::of_counts(&c.sorted()), Pct::of(all));
+        assert_eq!(d.sorted(), (0..5).map(|v| (v, 4000)).collect::<Vec<_>>());
+    }
+}
