@@ -15,7 +15,7 @@
 //!   numeric axis, one line per value of the other axes, the median over
 //!   seeds.
 
-use crate::plot::tick;
+use crate::plot::{field as series, t, tick};
 use crate::trace::Record;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -263,16 +263,6 @@ fn page(title: &str, body: &str) -> String {
 
 fn read_summary(dir: &Path) -> Result<Value, String> {
     crate::cli::compare::load(dir)
-}
-
-fn t(r: &Record) -> f64 {
-    r.ts as f64 / 1e9
-}
-
-fn series(recs: &[&Record], k: &str, scale: f64) -> Vec<(f64, f64)> {
-    recs.iter()
-        .filter_map(|r| r.get(k).map(|v| (t(r), v as f64 * scale)))
-        .collect()
 }
 
 /// The run's trace, read once.

@@ -40,11 +40,11 @@ fn register() {
     });
 }
 
-fn t(r: &Record) -> f64 {
+pub(crate) fn t(r: &Record) -> f64 {
     r.ts as f64 / 1e9
 }
 
-fn field(recs: &[&Record], k: &str, scale: f64) -> Vec<(f64, f64)> {
+pub(crate) fn field(recs: &[&Record], k: &str, scale: f64) -> Vec<(f64, f64)> {
     recs.iter()
         .filter_map(|r| r.get(k).map(|v| (t(r), v as f64 * scale)))
         .collect()
