@@ -203,13 +203,14 @@ impl Chart {
                     );
                 }
                 Mark::Dots => {
-                    // one dot per pixel cell
+                    // one dot per pixel cell; bigger where there are few
+                    let r = if p.len() < 500 { 3.0 } else { 1.6 };
                     let mut seen = std::collections::BTreeSet::new();
                     let _ = write!(s, r#"<g fill="{c}"><title>{}</title>"#, esc(name));
                     for &(x, y) in p {
                         let (cx, cy) = (px(x), py(y));
                         if seen.insert((cx as i64 / 2, cy as i64 / 2)) {
-                            let _ = write!(s, r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="1.6"/>"#);
+                            let _ = write!(s, r#"<circle cx="{cx:.1}" cy="{cy:.1}" r="{r}"/>"#);
                         }
                     }
                     s.push_str("</g>");
@@ -414,6 +415,241 @@ fn run_charts(td: &TraceData, tag: &str) -> Vec<(&'static str, Chart)> {
     out
 }
 
+/// A constant line across `[x0, x1]`, for thresholds.
+fn level(x0: f64, x1: f64, y: f64) -> Vec<(f64, f64)> {
+    vec![(x0, y), (x1, y)]
+}
+
+/// The workloads' own charts, from the files a run writes: bcache's
+/// controller (`bcache-NAME.txt`), simoop's interval lines
+/// (`simoop.txt`), fio's latency and bandwidth logs (`*_lat.N.log` and
+/// the like), fs_mark's loops (`fs_mark.txt`).
+fn workload_charts(dir: &Path) -> Vec<(String, Chart)> {
+    let mut out = Vec::new();
+    for (name, path) in crate::plot::bcache::sample_files(dir) {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        let Ok(s) = crate::plot::bcache::parse_samples(&text, &path.display().to_string()) else {
+            continue;
+        };
+        let (Some(a), Some(b)) = (s.first(), s.last()) else {
+            continue;
+        };
+        let (x0, x1) = (a.t, b.t);
+        let col = |f: &dyn Fn(&crate::plot::bcache::Sample) -> f64| {
+            s.iter().map(|x| (x.t, f(x))).collect::<Vec<_>>()
+        };
+        out.push((
+            format!("bcache-{name}-dirty"),
+            Chart {
+                title: format!("bcache {name}: dirty data against the writeback target"),
+                x_label: "time (s)".into(),
+                y_label: "MiB".into(),
+                series: vec![
+                    ("dirty_data".into(), col(&|x| x.dirty_data), Mark::Line),
+                    ("target".into(), col(&|x| x.target), Mark::Line),
+                ],
+            },
+        ));
+        // the rate where the controller sets it (the idle switch's maximum
+        // is left out, as `wbsim plot` does)
+        let cap = crate::plot::bcache::MAX_RATE_MIB;
+        let rate: Vec<(f64, f64)> = s
+            .iter()
+            .filter(|x| x.rate < cap)
+            .map(|x| (x.t, x.rate))
+            .collect();
+        out.push((
+            format!("bcache-{name}-rate"),
+            Chart {
+                title: format!("bcache {name}: writeback rate and the PI terms"),
+                x_label: "time (s)".into(),
+                y_label: "MiB/s (MiB for the terms)".into(),
+                series: vec![
+                    ("writeback_rate".into(), rate, Mark::Line),
+                    ("proportional".into(), col(&|x| x.proportional), Mark::Line),
+                    ("integral".into(), col(&|x| x.integral), Mark::Line),
+                ],
+            },
+        ));
+        out.push((
+            format!("bcache-{name}-buckets"),
+            Chart {
+                title: format!("bcache {name}: buckets in use against the cutoffs"),
+                x_label: "time (s)".into(),
+                y_label: "percent".into(),
+                series: vec![
+                    ("in_use".into(), col(&|x| x.in_use), Mark::Line),
+                    (
+                        "cache_available_percent".into(),
+                        col(&|x| x.avail),
+                        Mark::Line,
+                    ),
+                    (
+                        "cutoff_writeback_sync (70)".into(),
+                        level(x0, x1, 70.0),
+                        Mark::Line,
+                    ),
+                    (
+                        "cutoff_writeback (40)".into(),
+                        level(x0, x1, 40.0),
+                        Mark::Line,
+                    ),
+                ],
+            },
+        ));
+    }
+    if let Ok(text) = std::fs::read_to_string(dir.join("simoop.txt")) {
+        let mut t = None;
+        let mut lat: BTreeMap<&str, [Vec<(f64, f64)>; 3]> = BTreeMap::new();
+        let mut stall = Vec::new();
+        for l in text.lines() {
+            if let Some(r) = l.strip_prefix("Run time: ") {
+                t = r
+                    .split_whitespace()
+                    .next()
+                    .and_then(|x| x.parse::<f64>().ok());
+            }
+            let Some(t) = t else { continue };
+            let num = |key: &str| -> Option<f64> {
+                let i = l.find(key)? + key.len();
+                l[i..]
+                    .split([')', '/', ' '])
+                    .next()?
+                    .replace(',', "")
+                    .parse()
+                    .ok()
+            };
+            for kind in ["Read", "Write", "Allocation"] {
+                if l.starts_with(&format!("{kind} latency")) {
+                    let e = lat.entry(kind).or_default();
+                    for (i, p) in ["(p50: ", "(p95: ", "(p99: "].iter().enumerate() {
+                        if let Some(v) = num(p) {
+                            e[i].push((t, v / 1000.0));
+                        }
+                    }
+                }
+            }
+            if l.starts_with("alloc stall rate = ") {
+                if let Some(v) = num("alloc stall rate = ") {
+                    stall.push((t, v));
+                }
+            }
+        }
+        for (kind, [p50, p95, p99]) in lat {
+            out.push((
+                format!("simoop-{}", kind.to_lowercase()),
+                Chart {
+                    title: format!("simoop: {kind} latency per interval"),
+                    x_label: "run time (s)".into(),
+                    y_label: "ms".into(),
+                    series: vec![
+                        ("p50".into(), p50, Mark::Line),
+                        ("p95".into(), p95, Mark::Line),
+                        ("p99".into(), p99, Mark::Line),
+                    ],
+                },
+            ));
+        }
+        if !stall.is_empty() {
+            out.push((
+                "simoop-stalls".into(),
+                Chart {
+                    title: "simoop: alloc stall rate per interval".into(),
+                    x_label: "run time (s)".into(),
+                    y_label: "stalls/s".into(),
+                    series: vec![("alloc stall rate".into(), stall, Mark::Line)],
+                },
+            ));
+        }
+    }
+    // fio's logs: time (ms), value, direction (0 read, 1 write, 2 trim)
+    let mut logs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "log"))
+                .collect()
+        })
+        .unwrap_or_default();
+    logs.sort();
+    for p in logs {
+        let name = p
+            .file_name()
+            .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+        let (unit, scale) = if name.contains("lat.") {
+            ("latency (us)", 1e-3)
+        } else if name.contains("_bw.") {
+            ("KiB/s", 1.0)
+        } else if name.contains("_iops.") {
+            ("IOPS", 1.0)
+        } else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(&p) else {
+            continue;
+        };
+        let mut by: BTreeMap<u8, Vec<(f64, f64)>> = BTreeMap::new();
+        for l in text.lines() {
+            let f: Vec<&str> = l.split(',').map(str::trim).collect();
+            let (Some(t), Some(v), Some(d)) = (
+                f.first().and_then(|x| x.parse::<f64>().ok()),
+                f.get(1).and_then(|x| x.parse::<f64>().ok()),
+                f.get(2).and_then(|x| x.parse::<u8>().ok()),
+            ) else {
+                continue;
+            };
+            by.entry(d).or_default().push((t / 1000.0, v * scale));
+        }
+        if by.is_empty() {
+            continue;
+        }
+        let dir_name = |d: u8| {
+            ["read", "write", "trim"]
+                .get(d as usize)
+                .copied()
+                .unwrap_or("?")
+        };
+        out.push((
+            format!("fio-{name}"),
+            Chart {
+                title: format!("fio log {name}"),
+                x_label: "time (s)".into(),
+                y_label: unit.into(),
+                series: by
+                    .into_iter()
+                    .map(|(d, v)| (dir_name(d).to_string(), v, Mark::Dots))
+                    .collect(),
+            },
+        ));
+    }
+    if let Ok(text) = std::fs::read_to_string(dir.join("fs_mark.txt")) {
+        let mut v = Vec::new();
+        for l in text.lines() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if let (Some(n), Some(r)) = (
+                f.get(1).and_then(|x| x.parse::<f64>().ok()),
+                f.get(3).and_then(|x| x.parse::<f64>().ok()),
+            ) {
+                v.push((n, r));
+            }
+        }
+        if !v.is_empty() {
+            out.push((
+                "fs_mark".into(),
+                Chart {
+                    title: "fs_mark: files per second by loop".into(),
+                    x_label: "files written (Count)".into(),
+                    y_label: "files/s".into(),
+                    series: vec![("Files/sec".into(), v, Mark::Line)],
+                },
+            ));
+        }
+    }
+    out
+}
+
 fn summary_tables(v: &Value) -> String {
     let mut flat = BTreeMap::new();
     crate::sweep::flatten(v, "", &mut flat);
@@ -500,6 +736,18 @@ pub fn run_page(dir: &Path) -> Result<String, String> {
     }
     for (id, c) in &charts {
         let _ = writeln!(body, "<div class=\"fig\" id=\"{id}\">{}</div>", c.svg());
+    }
+    let wl = workload_charts(dir);
+    if !wl.is_empty() {
+        body.push_str("<h2>The workloads' own graphs</h2>\n");
+    }
+    for (id, c) in &wl {
+        let _ = writeln!(
+            body,
+            "<div class=\"fig\" id=\"{}\">{}</div>",
+            esc(id),
+            c.svg()
+        );
     }
     body.push_str(&fio_table(dir));
     body.push_str("<h2>Summary</h2>\n");
@@ -783,5 +1031,50 @@ mod tests {
     fn csv_round_trip() {
         let r = parse_csv("a,b\n1,\"x,\"\"y\"\"\"\n");
         assert_eq!(r, [vec!["a", "b"], vec!["1", "x,\"y\""]]);
+    }
+
+    #[test]
+    fn simoop_fio_and_fs_mark_files_give_their_charts() {
+        let d = std::env::temp_dir().join(format!("wbsim-report-wl-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("simoop.txt"),
+            "Warmup complete (120 seconds)\nRun time: 10 seconds\n\
+             Read latency (p50: 1,870,659) (p95: 2,701,131) (p99: 2,835,349)\n\
+             alloc stall rate = 12.10/sec (avg: 12.10) (p50: 12.10) (p95: 12.10) (p99: 12.10)\n\
+             Run time: 20 seconds\n\
+             Read latency (p50: 1,568,669) (p95: 2,466,250) (p99: 2,801,795)\n\
+             alloc stall rate = 11.10/sec (avg: 11.60) (p50: 11.10) (p95: 12.10) (p99: 12.10)\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("w_clat.1.log"),
+            "1000, 20000, 1, 4096, 0\n2000, 30000, 1, 4096, 0\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("fs_mark.txt"),
+            "#  fs_mark\nFSUse%        Count         Size    Files/sec     App Overhead\n     0        80000       4096         453296.5            0\n",
+        )
+        .unwrap();
+        let c = workload_charts(&d);
+        let ids: Vec<&str> = c.iter().map(|(i, _)| i.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "simoop-read",
+                "simoop-stalls",
+                "fio-w_clat.1.log",
+                "fs_mark"
+            ]
+        );
+        // read latency p99 in ms at 10 s and 20 s
+        assert_eq!(c[0].1.series[2].1, [(10.0, 2835.349), (20.0, 2801.795)]);
+        assert_eq!(c[1].1.series[0].1, [(10.0, 12.1), (20.0, 11.1)]);
+        assert_eq!(c[2].1.series[0].0, "write");
+        assert_eq!(c[2].1.series[0].1, [(1.0, 20.0), (2.0, 30.0)]);
+        assert_eq!(c[3].1.series[0].1, [(80000.0, 453296.5)]);
+        std::fs::remove_dir_all(&d).unwrap();
     }
 }

@@ -178,8 +178,25 @@ fn run_compare_and_sweep_reports_render_in_a_browser() {
     wbsim(&["sweep", &s(&plan), "--out", &s(&sw), "-q"]);
     let swp = d.join("sweep.html");
     wbsim(&["report", &s(&sw), "-o", &s(&swp)]);
+    // a workload with its own graphs: seed 004's fio on bcache (the
+    // controller's three, fio's three latency logs)
+    let bc = d.join("bcache");
+    let s4 = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/seed-004/seed004-fio.toml");
+    wbsim(&[
+        "run",
+        "-q",
+        "--report",
+        "--out",
+        &s(&bc),
+        &s(&s4),
+        "--set",
+        "run.duration=60s",
+        "--set",
+        "run.warmup=10s",
+    ]);
     let pages = [
         (a.join("report.html"), "run", 5),
+        (bc.join("report.html"), "bcache-fio", 6),
         (cmp, "compare", 5),
         (swp, "sweep", 5),
     ];

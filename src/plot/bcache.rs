@@ -90,7 +90,7 @@ pub fn parse_samples(text: &str, file: &str) -> Result<Vec<Sample>, String> {
 
 /// The idle maximum rate prints as 0.9T/sec; anything from 1 GiB/s on is
 /// taken for it.
-const MAX_RATE_MIB: f64 = 1024.0;
+pub(crate) const MAX_RATE_MIB: f64 = 1024.0;
 
 /// The graphs of one device's samples `s`, named after `name`.
 fn plot_device(dir: &Path, name: &str, s: &[Sample]) -> Result<Vec<PathBuf>, String> {
@@ -242,7 +242,7 @@ fn plot_device(dir: &Path, name: &str, s: &[Sample]) -> Result<Vec<PathBuf>, Str
 /// The bcache sample files in `dir`, by device name: a run's
 /// `bcache-NAME.txt`, or the guest rig's `bcache-samples.txt` (named
 /// `rig`). Sorted by name.
-fn sample_files(dir: &Path) -> Vec<(String, PathBuf)> {
+pub(crate) fn sample_files(dir: &Path) -> Vec<(String, PathBuf)> {
     let mut v = Vec::new();
     let Ok(rd) = std::fs::read_dir(dir) else {
         return v;
