@@ -157,6 +157,27 @@ pub struct QueueInfo {
     pub bio_based: bool,
 }
 
+impl QueueInfo {
+    /// A bio-based stacking driver's queue (md, bcache): `submit_bio` with
+    /// no tags, scheduler or wbt of its own; the block layer's default
+    /// limits; not rotational, no write cache of its own.
+    pub fn bio_based(major: u32, minor_step: u32) -> QueueInfo {
+        QueueInfo {
+            major,
+            minor_step,
+            max_hw_sectors_kb: 32767,
+            scheduler: Elevator::None,
+            nr_requests: 32,
+            nr_requests_sched: 32,
+            slots: 0,
+            queue_depth: None,
+            rotational: false,
+            write_cache: false,
+            bio_based: true,
+        }
+    }
+}
+
 impl DeviceKind {
     /// The driver's name in messages.
     pub fn type_name(&self) -> &'static str {

@@ -25,7 +25,7 @@ use crate::block::Bio;
 use crate::drivers::{DeviceKind, DriverType, Parsed, QueueInfo};
 use crate::kernel::{BioId, DevId, Kernel, Pid};
 use crate::scenario::raw::{err, Entry, RawVal};
-use crate::scenario::{DevSection, Device, Elevator, Origin, Reader, ScenarioError};
+use crate::scenario::{DevSection, Device, Origin, Reader, ScenarioError};
 
 /// `MD_MAJOR`.
 pub const MD_MAJOR: u32 = 9;
@@ -119,19 +119,7 @@ pub(crate) fn claim_members(
 /// md (`md_alloc`, `md_set_array_info`): bio-based, so no elevator, tags
 /// or wbt of its own; not rotational, no write cache of its own.
 pub fn queue_info(_: &Raid0Conf) -> QueueInfo {
-    QueueInfo {
-        major: MD_MAJOR,
-        minor_step: 1,
-        max_hw_sectors_kb: 32767,
-        scheduler: Elevator::None,
-        nr_requests: 32,
-        nr_requests_sched: 32,
-        slots: 0,
-        queue_depth: None,
-        rotational: false,
-        write_cache: false,
-        bio_based: true,
-    }
+    QueueInfo::bio_based(MD_MAJOR, 1)
 }
 
 /// md's default chunk, 512 KiB (mdadm's default since 3.1), in 512-byte

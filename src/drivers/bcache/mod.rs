@@ -24,7 +24,7 @@ pub mod writeback;
 use crate::drivers::{DeviceKind, DriverType, Parsed, QueueInfo};
 use crate::kernel::{BioId, DevId, Kernel, Pid};
 use crate::scenario::raw::err;
-use crate::scenario::{DevSection, Device, Elevator, Origin, Reader, ScenarioError};
+use crate::scenario::{DevSection, Device, Origin, Reader, ScenarioError};
 use btree::CacheSet;
 use writeback::{IdleState, RateConf, RateState};
 
@@ -276,19 +276,7 @@ pub(crate) fn size_from_backing(c: &BcacheConf, devices: &[Device]) -> Option<u6
 /// bcache devices are bio-based (`bcache_device_init`): no elevator, tags
 /// or wbt of their own.
 pub fn queue_info(_: &BcacheConf) -> QueueInfo {
-    QueueInfo {
-        major: BCACHE_MAJOR,
-        minor_step: BCACHE_MINORS,
-        max_hw_sectors_kb: 32767,
-        scheduler: Elevator::None,
-        nr_requests: 32,
-        nr_requests_sched: 32,
-        slots: 0,
-        queue_depth: None,
-        rotational: false,
-        write_cache: false,
-        bio_based: true,
-    }
+    QueueInfo::bio_based(BCACHE_MAJOR, BCACHE_MINORS)
 }
 
 /// `stats_total` (drivers/md/bcache/stats.c): sectors bypassed and the
