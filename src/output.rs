@@ -59,6 +59,10 @@ pub struct SimOpts {
     pub allow_full_device: bool,
 }
 
+/// The trace a run may write before it stops, unless forced (`--force`):
+/// 2 GiB.
+pub const TRACE_LIMIT: u64 = 2 << 30;
+
 /// The name of `trace.txt`'s lines while the run writes them (the header,
 /// which counts them, goes first once the run is over).
 const TRACE_BODY: &str = ".trace.txt.lines";

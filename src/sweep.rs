@@ -154,10 +154,6 @@ fn int_range(s: &str) -> Option<Vec<u64>> {
     (a < end && end - a <= 1_000_000).then(|| (a..end).collect())
 }
 
-/// A point's trace may be at most this big, as `wbsim run`'s without
-/// `--force`.
-pub const TRACE_LIMIT: u64 = 2 << 30;
-
 /// The most points a plan may have.
 pub const MAX_POINTS: usize = 1_000_000;
 
@@ -449,7 +445,7 @@ pub fn run_point(plan: &Plan, p: &Point, out: &Path) -> Result<(), String> {
         fio_log_dir: has_fio.then(|| dir.clone()),
         trace_dir: Some(dir.clone()),
         // as `wbsim run` without --force
-        trace_limit: Some(TRACE_LIMIT),
+        trace_limit: Some(crate::output::TRACE_LIMIT),
         ..Default::default()
     };
     let r = crate::output::simulate_with(&sc, &opts, |_, _| {})?;
@@ -468,38 +464,18 @@ pub fn run_point(plan: &Plan, p: &Point, out: &Path) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", dir.display()))
 }
 
-/// Flatten a summary's scalar figures into dotted names.
+/// Flatten a summary's scalar figures into dotted names (booleans as 0
+/// or 1; strings are not figures).
 pub fn flatten(v: &Value, prefix: &str, out: &mut BTreeMap<String, String>) {
-    let join = |k: &str| {
-        if prefix.is_empty() {
-            k.to_string()
-        } else {
-            format!("{prefix}.{k}")
-        }
-    };
-    match v {
+    crate::metrics::summary_leaves(v, prefix, &|_, _| false, &mut |k, x| match x {
         Value::Number(n) => {
-            out.insert(prefix.to_string(), n.to_string());
+            out.insert(k.to_string(), n.to_string());
         }
         Value::Bool(b) => {
-            out.insert(prefix.to_string(), (*b as u8).to_string());
+            out.insert(k.to_string(), (*b as u8).to_string());
         }
-        Value::Object(m) => {
-            for (k, x) in m {
-                flatten(x, &join(k), out);
-            }
-        }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                let key = x
-                    .get("name")
-                    .and_then(|n| n.as_str())
-                    .map_or_else(|| i.to_string(), String::from);
-                flatten(x, &join(&key), out);
-            }
-        }
-        Value::String(_) | Value::Null => {}
-    }
+        _ => {}
+    });
 }
 
 fn csv_field(s: &str) -> String {

@@ -17,52 +17,20 @@ use std::path::Path;
 /// fields only the p50 is kept.
 pub fn flatten(v: &Value) -> Vec<(String, f64)> {
     let mut out = Vec::new();
-    walk(v, String::new(), &mut out);
+    let skip = |parent: &str, k: &str| {
+        (parent.starts_with("trace.") && parent.contains(".fields.") && (k == "p10" || k == "p90"))
+            || k == "seed"
+            || k == "window"
+            || k == "duration_s"
+    };
+    crate::metrics::summary_leaves(v, "", &skip, &mut |k, x| {
+        if let Some(f) = x.as_f64() {
+            out.push((k.to_string(), f));
+        }
+    });
     out
 }
 
-fn walk(v: &Value, key: String, out: &mut Vec<(String, f64)>) {
-    match v {
-        Value::Number(n) => {
-            if let Some(f) = n.as_f64() {
-                out.push((key, f));
-            }
-        }
-        Value::Object(m) => {
-            for (k, x) in m {
-                if key.starts_with("trace.")
-                    && key.contains(".fields.")
-                    && (k == "p10" || k == "p90")
-                {
-                    continue;
-                }
-                if k == "seed" || k == "window" || k == "duration_s" {
-                    continue;
-                }
-                let nk = if key.is_empty() {
-                    k.clone()
-                } else {
-                    format!("{key}.{k}")
-                };
-                walk(x, nk, out);
-            }
-        }
-        Value::Array(a) => {
-            for (i, x) in a.iter().enumerate() {
-                let name = x
-                    .get("name")
-                    .and_then(|n| n.as_str())
-                    .map(|s| s.to_string())
-                    .unwrap_or_else(|| i.to_string());
-                walk(x, format!("{key}.{name}"), out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// A value the kernel uses as "no limit" (LONG_MAX and the like), not a
-/// measurement.
 fn sentinel(v: f64) -> bool {
     v.abs() >= 4.0e18
 }

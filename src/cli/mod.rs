@@ -433,7 +433,7 @@ pub fn main() -> i32 {
                 end_when_fio_done: false,
                 trace_dir: Some(out.clone()),
                 stop: Some(stop_on_sigint()),
-                trace_limit: (!force).then_some(TRACE_LIMIT as u64),
+                trace_limit: (!force).then_some(crate::output::TRACE_LIMIT),
                 allow_full_device: force,
             };
             let r = match simulate_with_progress(&sc, &opts, quiet) {
@@ -593,8 +593,9 @@ pub(crate) fn simulate_with_progress(
     r
 }
 
-/// The trace a run may write before it is refused without --force.
-const TRACE_LIMIT: f64 = 2.0 * 1024.0 * 1024.0 * 1024.0;
+/// The trace a run may write before it is refused (or stopped) without
+/// --force.
+const TRACE_LIMIT: f64 = crate::output::TRACE_LIMIT as f64;
 
 /// A run longer than a minute is first simulated for its first 10 s, and
 /// its trace is extrapolated to the whole run: over [`TRACE_LIMIT`] of

@@ -10,6 +10,45 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 pub mod stream;
+
+/// Walk a `summary.json` value's leaves under dotted names: an object's
+/// keys joined with `.`, an array's elements by their `name` (else their
+/// index). `skip(parent, key)` leaves an object key out with all below it.
+/// `wbsim compare`'s rows and `wbsim sweep`'s columns are named by it.
+pub fn summary_leaves(
+    v: &serde_json::Value,
+    prefix: &str,
+    skip: &dyn Fn(&str, &str) -> bool,
+    leaf: &mut dyn FnMut(&str, &serde_json::Value),
+) {
+    use serde_json::Value;
+    let join = |k: &str| {
+        if prefix.is_empty() {
+            k.to_string()
+        } else {
+            format!("{prefix}.{k}")
+        }
+    };
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                if !skip(prefix, k) {
+                    summary_leaves(x, &join(k), skip, leaf);
+                }
+            }
+        }
+        Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                let key = x
+                    .get("name")
+                    .and_then(|n| n.as_str())
+                    .map_or_else(|| i.to_string(), String::from);
+                summary_leaves(x, &format!("{prefix}.{key}"), skip, leaf);
+            }
+        }
+        _ => leaf(prefix, v),
+    }
+}
 pub use stream::TraceStats;
 
 #[derive(Clone, Debug, Default, Serialize)]
