@@ -137,6 +137,11 @@ pub fn simulate_with(
         extra_files.push(("fio.txt".to_string(), f.normal.into_bytes()));
         written = f.logs;
     }
+    // /proc/diskstats once a second
+    extra_files.push((
+        "diskstats".to_string(),
+        std::mem::take(&mut k.rec.diskstats).into_bytes(),
+    ));
     // the zones at the end of the run (/proc/zoneinfo's modelled lines)
     extra_files.push((
         "zoneinfo".to_string(),

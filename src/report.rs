@@ -269,13 +269,55 @@ fn read_summary(dir: &Path) -> Result<Value, String> {
 /// The run's trace, read once.
 struct TraceData {
     recs: Vec<Record>,
+    /// The run's `diskstats` snapshots, per device.
+    disks: BTreeMap<String, Vec<DiskSnap>>,
+}
+
+/// One `diskstats` line: the time and the counters the charts use.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct DiskSnap {
+    t: f64,
+    rd_ios: u64,
+    rd_sectors: u64,
+    wr_ios: u64,
+    wr_sectors: u64,
+}
+
+/// The `diskstats` file's lines (the time in seconds, then a
+/// `/proc/diskstats` line: major, minor, name, then reads' ios, merges,
+/// sectors, ms, writes' ios, merges, sectors, ...), by device name.
+/// Lines that do not read so are left out.
+fn parse_diskstats(text: &str) -> BTreeMap<String, Vec<DiskSnap>> {
+    let mut by: BTreeMap<String, Vec<DiskSnap>> = BTreeMap::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 12 {
+            continue;
+        }
+        let n = |i: usize| f[i].parse::<u64>().ok();
+        let (Ok(t), Some(rd_ios), Some(rd_sectors), Some(wr_ios), Some(wr_sectors)) =
+            (f[0].parse::<f64>(), n(4), n(6), n(8), n(10))
+        else {
+            continue;
+        };
+        by.entry(f[3].to_string()).or_default().push(DiskSnap {
+            t,
+            rd_ios,
+            rd_sectors,
+            wr_ios,
+            wr_sectors,
+        });
+    }
+    by
 }
 
 impl TraceData {
     fn load(dir: &Path) -> TraceData {
         let text = std::fs::read_to_string(dir.join("trace.txt")).unwrap_or_default();
+        let ds = std::fs::read_to_string(dir.join("diskstats")).unwrap_or_default();
         TraceData {
             recs: crate::trace::parse(&text),
+            disks: parse_diskstats(&ds),
         }
     }
     fn of(&self, ev: &str) -> Vec<&Record> {
@@ -386,6 +428,7 @@ fn run_charts(td: &TraceData, tag: &str) -> Vec<(&'static str, Chart)> {
             },
         ));
     }
+    out.extend(device_charts(td, &n));
     let ww = td.of("writeback_written");
     if !ww.is_empty() {
         let mut by: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
@@ -413,6 +456,78 @@ fn run_charts(td: &TraceData, tag: &str) -> Vec<(&'static str, Chart)> {
         ));
     }
     out
+}
+
+/// Each device's IOPS and throughput over time, from the `diskstats`
+/// snapshots (the counters' differences over each interval, as `iostat`
+/// computes them), reads and writes apart; a direction that saw no IO
+/// is left out. Devices with no IO at all are left out.
+fn device_charts(td: &TraceData, n: &dyn Fn(&str) -> String) -> Vec<(&'static str, Chart)> {
+    let mut iops = Vec::new();
+    let mut mibs = Vec::new();
+    for (dev, snaps) in &td.disks {
+        let rate = |f: &dyn Fn(&DiskSnap) -> u64, scale: f64| -> Vec<(f64, f64)> {
+            snaps
+                .windows(2)
+                .filter(|w| w[1].t > w[0].t)
+                .map(|w| {
+                    let d = f(&w[1]).saturating_sub(f(&w[0])) as f64;
+                    (w[1].t, d * scale / (w[1].t - w[0].t))
+                })
+                .collect()
+        };
+        let (Some(first), Some(last)) = (snaps.first(), snaps.last()) else {
+            continue;
+        };
+        let sect = 512.0 / 1048576.0;
+        if last.rd_ios > first.rd_ios {
+            iops.push((
+                n(&format!("{dev} read")),
+                rate(&|s| s.rd_ios, 1.0),
+                Mark::Line,
+            ));
+            mibs.push((
+                n(&format!("{dev} read")),
+                rate(&|s| s.rd_sectors, sect),
+                Mark::Line,
+            ));
+        }
+        if last.wr_ios > first.wr_ios {
+            iops.push((
+                n(&format!("{dev} write")),
+                rate(&|s| s.wr_ios, 1.0),
+                Mark::Line,
+            ));
+            mibs.push((
+                n(&format!("{dev} write")),
+                rate(&|s| s.wr_sectors, sect),
+                Mark::Line,
+            ));
+        }
+    }
+    if iops.is_empty() {
+        return Vec::new();
+    }
+    vec![
+        (
+            "device-iops",
+            Chart {
+                title: "Device IOPS (diskstats, completed requests per second)".into(),
+                x_label: "time (s)".into(),
+                y_label: "IOPS".into(),
+                series: iops,
+            },
+        ),
+        (
+            "device-mibs",
+            Chart {
+                title: "Device throughput (diskstats sectors, per second)".into(),
+                x_label: "time (s)".into(),
+                y_label: "MiB/s".into(),
+                series: mibs,
+            },
+        ),
+    ]
 }
 
 /// A constant line across `[x0, x1]`, for thresholds.
@@ -1031,6 +1146,36 @@ mod tests {
     fn csv_round_trip() {
         let r = parse_csv("a,b\n1,\"x,\"\"y\"\"\"\n");
         assert_eq!(r, [vec!["a", "b"], vec!["1", "x,\"y\""]]);
+    }
+
+    #[test]
+    fn diskstats_give_iops_and_throughput_over_time() {
+        let text = "0.000000    7       0 loop0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n\
+                    0.000000    8       0 sda 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n\
+                    1.000000    7       0 loop0 0 0 0 0 100 3 204800 50 0 900 50 0 0 0 0 0 0\n\
+                    1.000000    8       0 sda 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n\
+                    not a line\n\
+                    2.000000    7       0 loop0 10 0 80 1 300 3 409600 90 1 1800 91 0 0 0 0 0 0\n";
+        let td = TraceData {
+            recs: Vec::new(),
+            disks: parse_diskstats(text),
+        };
+        assert_eq!(td.disks.len(), 2);
+        assert_eq!(td.disks["loop0"].len(), 3);
+        let c = device_charts(&td, &|s| s.to_string());
+        assert_eq!(c[0].0, "device-iops");
+        let names: Vec<&str> = c[0].1.series.iter().map(|s| s.0.as_str()).collect();
+        // sda did no IO: left out
+        assert_eq!(names, ["loop0 read", "loop0 write"]);
+        assert_eq!(c[0].1.series[1].1, [(1.0, 100.0), (2.0, 200.0)]);
+        assert_eq!(c[0].1.series[0].1, [(1.0, 0.0), (2.0, 10.0)]);
+        // 204800 sectors a second: 100 MiB/s
+        assert_eq!(c[1].1.series[1].1, [(1.0, 100.0), (2.0, 100.0)]);
+        let none = TraceData {
+            recs: Vec::new(),
+            disks: parse_diskstats(""),
+        };
+        assert!(device_charts(&none, &|s| s.to_string()).is_empty());
     }
 
     #[test]

@@ -36,7 +36,7 @@ fn same_scenario_and_seed_are_byte_identical() {
     run_to(&a, &["--seed", "7", "--set", "run.duration=20s"]);
     run_to(&b, &["--seed", "7", "--set", "run.duration=20s"]);
     run_to(&c, &["--seed", "8", "--set", "run.duration=20s"]);
-    for f in ["trace.txt", "summary.json", "vmstat"] {
+    for f in ["trace.txt", "summary.json", "vmstat", "diskstats"] {
         let x = std::fs::read(a.join(f)).unwrap();
         let y = std::fs::read(b.join(f)).unwrap();
         assert!(x.len() > 100, "{f} is nearly empty");
@@ -536,7 +536,7 @@ fn sigint_saves_the_run_so_far() {
     let last = wbsim::trace::parse_line(trace.lines().last().unwrap()).unwrap();
     assert!(last.ts as f64 <= t * 1e9 + 1e6);
     assert!(!body.exists(), "the trace's lines file is left behind");
-    for f in ["vmstat", "zoneinfo", "wall.json"] {
+    for f in ["vmstat", "zoneinfo", "diskstats", "wall.json"] {
         assert!(d.join(f).exists(), "{f} missing");
     }
 }

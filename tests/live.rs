@@ -369,6 +369,21 @@ fn a_complete_run_traces_writeback_and_wbt_events() {
         .iter()
         .filter(|r| r.event == "wbt_timer")
         .all(|r| r.bdi.is_some() && r.get("status").is_some()));
+    // /proc/diskstats once a second, the loop device's lines with the time
+    let ds = std::fs::read_to_string(out.join("diskstats")).unwrap();
+    let lines: Vec<Vec<&str>> = ds.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert!(lines.len() >= 5, "diskstats: {ds}");
+    assert!(
+        lines
+            .iter()
+            .all(|f| f.len() == 21 && f[3].starts_with("loop")),
+        "{ds}"
+    );
+    let wios = |f: &Vec<&str>| f[8].parse::<u64>().unwrap();
+    assert!(
+        wios(lines.last().unwrap()) > wios(&lines[0]),
+        "no writes: {ds}"
+    );
     let _ = std::fs::remove_dir_all(&out);
     assert_eq!(before, machine_state(), "the machine was not restored");
 }

@@ -195,9 +195,9 @@ fn run_compare_and_sweep_reports_render_in_a_browser() {
         "run.warmup=10s",
     ]);
     let pages = [
-        (a.join("report.html"), "run", 5),
-        (bc.join("report.html"), "bcache-fio", 6),
-        (cmp, "compare", 5),
+        (a.join("report.html"), "run", 7),
+        (bc.join("report.html"), "bcache-fio", 8),
+        (cmp, "compare", 7),
         (swp, "sweep", 5),
     ];
     for (p, name, n) in &pages {
@@ -216,6 +216,15 @@ fn run_compare_and_sweep_reports_render_in_a_browser() {
     let run = std::fs::read_to_string(a.join("report.html")).unwrap();
     assert!(run.contains("<pre class=\"scenario\">") && run.contains("[vm]"));
     assert!(run.contains("# --set run.duration=20s"));
+    // device IOPS and throughput over time, from the run's diskstats
+    for id in ["device-iops", "device-mibs"] {
+        assert!(run.contains(&format!("id=\"{id}\"")), "run: {id}");
+    }
+    let bcache = std::fs::read_to_string(bc.join("report.html")).unwrap();
+    assert!(
+        bcache.contains("bcache0 write"),
+        "bcache-fio: the bcache device's IOPS"
+    );
     let Some(chrome) = chromium() else {
         eprintln!("skipped the browser half: no chromium (set WBSIM_CHROMIUM, or run .ci/run, which installs Debian's)");
         return;

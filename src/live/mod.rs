@@ -564,6 +564,27 @@ fn task_snap(pid: u32, tick_ns: Ns) -> TaskSnap {
     t
 }
 
+/// The lines of `/proc/diskstats` text `text` for the devices `names`,
+/// each prefixed with the time `now` in seconds (the `diskstats` file's
+/// form, which the simulator writes too).
+fn diskstats_pick(text: &str, names: &[&str], now: Ns) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        if line
+            .split_whitespace()
+            .nth(2)
+            .is_some_and(|n| names.contains(&n))
+        {
+            out.push_str(&format!(
+                "{}.{:06} {line}\n",
+                now / NSEC_PER_SEC,
+                now % NSEC_PER_SEC / 1000
+            ));
+        }
+    }
+    out
+}
+
 fn dev_snap(loopname: &str) -> DevSnap {
     let s = std::fs::read_to_string(format!("/sys/block/{loopname}/stat")).unwrap_or_default();
     let f: Vec<u64> = s
@@ -901,6 +922,10 @@ pub fn run(
     let mut dev_start: Vec<DevSnap> = Vec::new();
     let mut window_started = false;
     let mut next_sample: Ns = 0;
+    // /proc/diskstats once a second, as the simulator writes it
+    let mut diskstats = String::new();
+    let mut next_diskstats: Ns = 0;
+    let loopnames: Vec<&str> = devs.iter().map(|d| d.loopname.as_str()).collect();
     progress(&format!(
         "running {} writer(s) for {:.0} s",
         writers.len(),
@@ -951,6 +976,11 @@ pub fn run(
         if now >= next_sample {
             let (_, s) = vmstat()?;
             samples.push(VmSample { t: now, ..s });
+            if now >= next_diskstats {
+                let text = std::fs::read_to_string("/proc/diskstats").unwrap_or_default();
+                diskstats.push_str(&diskstats_pick(&text, &loopnames, now));
+                next_diskstats = (now / NSEC_PER_SEC + 1) * NSEC_PER_SEC;
+            }
             next_sample += sc.run.sample_interval;
         }
         // Sleep to the next thing to do, at most 100 ms (the stop flag):
@@ -1019,6 +1049,7 @@ pub fn run(
     if let Some(dir) = &fio_dir {
         extra_files = fio_live_outputs(dir)?;
     }
+    extra_files.push(("diskstats".to_string(), diskstats.into_bytes()));
     let trace_text = read(inst.join("trace"))?;
     // times relative to the start marker, as in the simulator
     let (mut recs, skipped) = trace::parse_counted(&trace_text);
@@ -1263,6 +1294,19 @@ fn fio_live_outputs(dir: &Path) -> Result<Vec<(String, Vec<u8>)>, LiveError> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn diskstats_keeps_the_run_devices_lines_with_their_time() {
+        let text = "   7       0 loop0 1 2 3 4 5 6 7 8 0 9 12 0 0 0 0 0 0\n\
+                    \x20  7       1 loop1 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n\
+                    \x20253       0 dm-0 9 9 9 9 9 9 9 9 0 9 9 0 0 0 0 0 0\n";
+        let got = super::diskstats_pick(text, &["loop0", "dm-0"], 2_500_000_000);
+        assert_eq!(
+            got,
+            "2.500000    7       0 loop0 1 2 3 4 5 6 7 8 0 9 12 0 0 0 0 0 0\n\
+             2.500000  253       0 dm-0 9 9 9 9 9 9 9 9 0 9 9 0 0 0 0 0 0\n"
+        );
+    }
 
     #[test]
     fn one_live_run_holds_the_machine_at_a_time() {

@@ -176,6 +176,11 @@ pub struct Recorder {
     /// Each cgroup's io.stat (all devices) at the window's start.
     pub cg_start: Vec<crate::kernel::cgroup::IoStat>,
     pub window_started: bool,
+    /// `/proc/diskstats` once a second (`diskstats`): each line is the
+    /// time in seconds, then the device's line as the kernel prints it.
+    pub diskstats: String,
+    /// When the next `diskstats` snapshot is due.
+    pub diskstats_next: Ns,
 }
 
 impl Kernel {
@@ -229,6 +234,9 @@ impl Kernel {
                 self.bcache_sample(d);
             }
         }
+        if now >= self.rec.diskstats_next {
+            self.diskstats_snapshot(now);
+        }
         if !self.rec.window_started && now >= self.sc.run.warmup {
             self.rec.window_started = true;
             self.rec.task_start = (0..self.tasks.len())
@@ -237,6 +245,24 @@ impl Kernel {
             self.rec.dev_start = (0..self.devs.len()).map(|i| self.dev_snap(i)).collect();
             self.rec.cg_start = (0..self.cg.list.len()).map(|c| self.cg_io(c)).collect();
         }
+    }
+
+    /// Append every device's `/proc/diskstats` line at `now` to
+    /// `rec.diskstats`, and set the next snapshot for the next whole second
+    /// (the samples are `run.sample_interval` apart, so a snapshot falls on
+    /// the first sample at or after each second).
+    fn diskstats_snapshot(&mut self, now: Ns) {
+        use std::fmt::Write as _;
+        for d in &self.devs {
+            let _ = writeln!(
+                self.rec.diskstats,
+                "{}.{:06} {}",
+                now / NSEC_PER_SEC,
+                now % NSEC_PER_SEC / 1000,
+                d.stat.diskstats_line(d.major, d.minor, &d.name, now)
+            );
+        }
+        self.rec.diskstats_next = (now / NSEC_PER_SEC + 1) * NSEC_PER_SEC;
     }
 
     /// A cgroup's io.stat over all devices.
