@@ -148,3 +148,66 @@ fn a_run_without_cgroups_has_no_cgroup_outputs() {
     let js = serde_json::to_string(&r.summary).unwrap();
     assert!(!js.contains("\"cgroups\""));
 }
+
+#[test]
+fn io_cost_shares_the_disk_by_io_weight_at_its_vrate() {
+    let sets = ["run.duration=25s", "run.warmup=10s"];
+    let mibs = |r: &wbsim::output::RunResult, n: &str| {
+        r.summary
+            .cgroups
+            .iter()
+            .find(|c| c.name == n)
+            .unwrap()
+            .write_mib_s
+    };
+    let r = run("iocost-weights.toml", &sets, false);
+    let (a, b) = (mibs(&r, "a"), mibs(&r, "b"));
+    // weights 100:300
+    assert!((2.7..=3.4).contains(&(b / a)), "a {a} b {b}");
+    // the budget is the model's: at 100% about the HDD model's 170 MiB/s
+    // of sequential writes
+    assert!((140.0..=175.0).contains(&(a + b)), "a {a} b {b}");
+    // half the vrate, half the budget
+    let half: Vec<&str> = sets
+        .iter()
+        .copied()
+        .chain(["devices.sda.io.cost.qos=enable=1 min=50 max=50"])
+        .collect();
+    let h = run("iocost-weights.toml", &half, false);
+    let (ha, hb) = (mibs(&h, "a"), mibs(&h, "b"));
+    assert!(
+        ((ha + hb) / (a + b) - 0.5).abs() < 0.08,
+        "{ha} + {hb} against {a} + {b}"
+    );
+    // off: the disk is shared as the writers share it
+    let off: Vec<&str> = sets
+        .iter()
+        .copied()
+        .chain(["devices.sda.io.cost.qos=enable=0"])
+        .collect();
+    let o = run("iocost-weights.toml", &off, false);
+    let (oa, ob) = (mibs(&o, "a"), mibs(&o, "b"));
+    assert!((0.8..=1.25).contains(&(ob / oa)), "off: a {oa} b {ob}");
+}
+
+#[test]
+fn io_cost_refuses_what_it_does_not_model() {
+    let path = format!(
+        "{}/examples/cgroup/iocost-weights.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let e = |set: &str| {
+        Scenario::load_file(&path, &[set.to_string()])
+            .unwrap_err()
+            .to_string()
+    };
+    let m = e("devices.sda.io.cost.qos=enable=1");
+    assert!(
+        m.contains("fixed vrate") && m.contains("min=100 max=100"),
+        "{m}"
+    );
+    let m = e("devices.sda.io.cost.qos=enable=1 min=100 max=100 bogus=1");
+    assert!(m.contains("unknown key `bogus`"), "{m}");
+    let m = e("devices.sda.io.cost.model=ctrl=user rbps=0");
+    assert!(m.contains("`rbps=0`"), "{m}");
+}

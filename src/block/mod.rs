@@ -4,6 +4,7 @@
 //! `blk_mq_submit_bio`, block/blk-merge.c `__bio_split_to_limits`).
 
 pub mod bfq;
+pub mod blk_iocost;
 pub mod blk_mq;
 pub mod blk_throttle;
 pub mod blk_wbt;
@@ -243,6 +244,8 @@ pub struct BlockDev {
     /// blk-throttle's state, when the queue has a limit
     /// (`throttle.write_bps`, `throttle.read_bps`).
     pub throtl: Option<Throtl>,
+    /// io.cost on this queue (`io.cost.qos` enable=1).
+    pub iocost: Option<crate::block::blk_iocost::Ioc>,
     /// wbt's state (`queue/wbt_lat_usec`; off for bio-based devices).
     pub wbt: blk_wbt::RqWb,
     /// Device time by the cgroup whose IO it served (ns, index: cgroup),
@@ -342,6 +345,12 @@ impl Kernel {
                 driver,
                 throtl,
                 wbt,
+                iocost: d.queue.iocost.map(|c| {
+                    let w: Vec<u64> = std::iter::once(100)
+                        .chain(self.sc.cgroups.iter().map(|c| u64::from(c.io_weight)))
+                        .collect();
+                    crate::block::blk_iocost::Ioc::new(c, &w)
+                }),
             });
         }
     }

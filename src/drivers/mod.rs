@@ -264,6 +264,10 @@ impl Kernel {
             Driver::Raid0(_) => self.raid0_submit_bio(dev, id, pid),
             Driver::Bcache(_) => self.bcache_submit_bio(dev, id, pid),
             Driver::Loop(_) | Driver::Disk(_) | Driver::Ssd(_) | Driver::Hdd(_) => {
+                // rq_qos_throttle: io.cost may hold the bio
+                if self.devs[dev].iocost.is_some() && self.ioc_rqos_throttle(dev, id) {
+                    return false;
+                }
                 self.blk_mq_submit_bio(Some(pid), id)
             }
         }

@@ -49,7 +49,7 @@ pub struct CgroupConf {
     pub memory_max: Option<u64>,
     pub memory_high: Option<u64>,
     /// `io.weight` (1–10000, default 100) and `io.bfq.weight` (1–1000,
-    /// default 100): parsed and kept for io.cost and BFQ.
+    /// default 100): io.cost's and BFQ's group weights.
     pub io_weight: u32,
     pub bfq_weight: u32,
     /// cgroup v1's `blkio.weight` (10–1000, default 500): CFQ's group

@@ -47,6 +47,10 @@ pub enum Ev {
     BwDwork { wb: u32 },
     /// blk-throttle's pending timer: release the bios whose budget is there.
     ThrotlTimer { dev: u32 },
+    /// io.cost's wait timer for a cgroup's waiters (`iocg_waitq_timer_fn`).
+    IocWait { dev: u32, cg: u32 },
+    /// io.cost's period timer (`ioc_timer_fn`).
+    IocPeriod { dev: u32 },
     /// BFQ's or CFQ's idle slice timer (stale if `gen` moved on).
     ElvIdle { dev: u32, gen: u32 },
     /// wbt's monitoring window ends (`wb_timer_fn`).
@@ -406,6 +410,8 @@ impl Kernel {
             Ev::MemcgWriteoutPeriod { cg } => self.memcg_writeout_period(cg as usize),
             Ev::BwDwork { wb } => self.wb_update_bandwidth_dwork(wb as usize),
             Ev::ThrotlTimer { dev } => self.blk_throtl_timer(dev as usize),
+            Ev::IocWait { dev, cg } => self.ioc_wait_timer(dev as usize, cg as usize),
+            Ev::IocPeriod { dev } => self.ioc_period_timer(dev as usize),
             Ev::WbtTimer { dev } => self.wbt_timer(dev as usize),
             Ev::ElvIdle { dev, gen } => match self.devs[dev as usize].elevator {
                 crate::scenario::Elevator::Bfq => self.bfq_idle_timer(dev as usize, gen),

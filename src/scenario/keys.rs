@@ -173,6 +173,8 @@ pub const KEYS: &[KeyDoc] = &[
     k("devices.NAME.queue.iosched.slice_async", "40", ALL, "20", "CFQ's `slice_async` (ms): an async queue's slice"),
     k("devices.NAME.queue.iosched.quantum", "8", ALL, "4", "CFQ's `quantum`: requests a queue may have in flight while others are busy"),
     k("devices.NAME.queue.cfq.async_in_root", "true", ALL, "false", "CFQ's async queues: `true` all in the root group (2011, before TerAvest's patches), `false` per cgroup with per-cgroup request lists (after)"),
+    k("devices.NAME.io.cost.qos", "off", ALL, "\"enable=1 min=100 max=100\"", "io.cost on the device, the cgroup v2 root's `io.cost.qos` line without `MAJ:MIN`: `enable=1` with a fixed vrate (`min` = `max`, %); `rlat`/`wlat` (µs) set the period (default: the kernel's for the device's kind)"),
+    k("devices.NAME.io.cost.model", "ctrl=auto", ALL, "\"ctrl=user rbps=100000000 rseqiops=20000 rrandiops=200 wbps=100000000 wseqiops=20000 wrandiops=200\"", "io.cost's linear cost model, the root's `io.cost.model` line without `MAJ:MIN`; `ctrl=auto`: the kernel's built-in parameters (AUTOP_HDD for rotational devices, AUTOP_SSD_DFL else)"),
     k("devices.NAME.queue.iosched.writes_starved", "2", ALL, "1", "mq-deadline's `writes_starved`: reads chosen over waiting writes before a write goes"),
     k("devices.NAME.bdi.min_ratio", "0", ALL, "10", "sysfs `/sys/class/bdi/*/min_ratio`"),
     k("devices.NAME.bdi.max_ratio", "100", ALL, "50", "sysfs `/sys/class/bdi/*/max_ratio`"),
@@ -205,7 +207,7 @@ pub const KEYS: &[KeyDoc] = &[
     // cgroups (v2, one level under the root)
     k("cgroups.NAME.memory.max", "max", ALL, "\"512M\"", "the memcg's hard limit (size or \"max\"): its headroom caps the memcg's dirtyable memory (`mdtc`); its clean cache is reclaimed below it"),
     k("cgroups.NAME.memory.high", "max", ALL, "\"384M\"", "the memcg's high limit (a size or \"max\"), as `memory.max` for the dirty limits"),
-    k("cgroups.NAME.io.weight", "100", ALL, "500", "io.cost's weight (1–10000): parsed and kept for io.cost (not built yet); the isolation report's weight when the scheduler is neither bfq nor cfq"),
+    k("cgroups.NAME.io.weight", "100", ALL, "500", "io.cost's weight (1–10000) on devices with `io.cost.qos`; the isolation report's weight when the scheduler is neither bfq nor cfq"),
     k("cgroups.NAME.io.bfq.weight", "100", ALL, "200", "BFQ's group weight (1–1000) with `queue.scheduler = \"bfq\"`"),
     k("cgroups.NAME.blkio.weight", "500", ALL, "900", "cgroup v1's `blkio.weight` (10–1000): CFQ's group weight with `queue.scheduler = \"cfq\"`"),
     k("isolation.experiment", "no report", ALL, "3", "`[isolation]` writes isolation.txt (seed 003): each cgroup's disk-time share per 1000, the largest error from its weight's; the number printed"),
@@ -458,9 +460,10 @@ pub fn markdown() -> String {
          **Cgroups** (v2, one level under the root): `[cgroups.NAME]` with its\n\
          `memory.*` and `io.*` files as keys (quoted, as they contain dots:\n\
          `\"memory.max\" = \"512M\"`, `\"io.max.sda.wbps\" = \"10MiB/s\"`); a job\n\
-         joins one with `cgroup = \"NAME\"`. `io.weight` and `io.bfq.weight` are\n\
-         parsed and kept for io.cost and BFQ, which are not built yet. A scenario\n\
-         without cgroups runs everything in the root, as before.\n\
+         joins one with `cgroup = \"NAME\"`. `io.weight` shares a device with\n\
+         io.cost (`devices.NAME.\"io.cost.qos\"`), `io.bfq.weight` under BFQ and\n\
+         `blkio.weight` under CFQ. A scenario without cgroups runs everything in\n\
+         the root.\n\
          \n\
          **Bad input** (an unknown key, a bad unit, a negative size, a missing file, an\n\
          unknown `--set` path, a device no filesystem is mounted on, a filesystem on a\n\

@@ -221,6 +221,8 @@ pub struct Queue {
     pub bfq: crate::block::bfq::BfqTunables,
     /// queue/iosched/ of CFQ, and `queue.cfq.async_in_root`.
     pub cfq: crate::block::cfq::CfqTunables,
+    /// io.cost on the device (`io.cost.qos` with `enable=1`).
+    pub iocost: Option<crate::block::blk_iocost::IocConf>,
 }
 
 /// `queue/scheduler`: `none`, `mq-deadline` (block/mq-deadline.c), `bfq`
@@ -675,6 +677,8 @@ pub(crate) const DEVICE_KEYS: &[&str] = &[
     "queue.iosched.slice_async",
     "queue.iosched.quantum",
     "queue.cfq.async_in_root",
+    "io.cost.qos",
+    "io.cost.model",
     "queue.read_ahead_kb",
     "bdi.min_ratio",
     "bdi.max_ratio",
@@ -1219,6 +1223,7 @@ fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
         };
         let iosched = parse_iosched(r, &p, scheduler)?;
         let (bfq, cfq) = parse_prop_iosched(r, &p, scheduler)?;
+        let iocost = crate::block::blk_iocost::parse_conf(r, &p, &info)?;
         // VM_READAHEAD_PAGES: 128 KiB
         let read_ahead_kb = r
             .uint(&p("queue.read_ahead_kb"), 0, 1 << 20)?
@@ -1296,6 +1301,7 @@ fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
                 bfq,
                 cfq,
                 read_ahead_kb,
+                iocost,
             },
         });
     }
