@@ -211,3 +211,31 @@ fn io_cost_refuses_what_it_does_not_model() {
     let m = e("devices.sda.io.cost.model=ctrl=user rbps=0");
     assert!(m.contains("`rbps=0`"), "{m}");
 }
+
+#[test]
+fn bfq_shares_the_disk_between_sequential_readers_by_weight() {
+    let sets = ["run.duration=12s", "run.warmup=2s"];
+    let mibs = |r: &wbsim::output::RunResult, n: &str| {
+        r.summary
+            .cgroups
+            .iter()
+            .find(|c| c.name == n)
+            .unwrap()
+            .read_mib_s
+    };
+    let r = run("bfq-readers.toml", &sets, false);
+    let (a, b) = (mibs(&r, "a"), mibs(&r, "b"));
+    // weights 100:200
+    assert!((1.8..=2.2).contains(&(b / a)), "a {a} b {b}");
+    // idling keeps both streams sequential: far above mq-deadline's
+    // interleaved reads, which share the disk 1:1
+    let dl: Vec<&str> = sets
+        .iter()
+        .copied()
+        .chain(["devices.sda.queue.scheduler=mq-deadline"])
+        .collect();
+    let d = run("bfq-readers.toml", &dl, false);
+    let (da, db) = (mibs(&d, "a"), mibs(&d, "b"));
+    assert!((0.8..=1.25).contains(&(db / da)), "mq-deadline: a {da} b {db}");
+    assert!(a + b > 2.0 * (da + db), "bfq {a} + {b}, mq-deadline {da} + {db}");
+}
