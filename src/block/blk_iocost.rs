@@ -276,6 +276,80 @@ fn pairs<'a>(
     Ok(out)
 }
 
+/// `io.cost.model`'s line: `ctrl=auto` keeps `auto`, figures (or
+/// `ctrl=user`) replace its parameters.
+fn model_line(
+    mtext: &str,
+    me: &crate::scenario::raw::Entry,
+    auto: IocModel,
+) -> Result<IocModel, ScenarioError> {
+    let mut m = auto;
+    let mut user = false;
+    let mut got = Vec::new();
+    for (k, v) in pairs(
+        mtext,
+        &[
+            "ctrl",
+            "model",
+            "rbps",
+            "rseqiops",
+            "rrandiops",
+            "wbps",
+            "wseqiops",
+            "wrandiops",
+        ],
+        me,
+        "io.cost.model",
+    )? {
+        match k {
+            "ctrl" => match v {
+                "auto" => user = false,
+                "user" => user = true,
+                _ => {
+                    return err(
+                        &me.origin,
+                        format!("`io.cost.model`: `ctrl={v}`; expected auto or user"),
+                    )
+                }
+            },
+            "model" => {
+                if v != "linear" {
+                    return err(
+                        &me.origin,
+                        format!("`io.cost.model`: `model={v}`; expected linear"),
+                    );
+                }
+            }
+            _ => {
+                let x = match v.parse::<f64>() {
+                    Ok(x) if x.is_finite() && x >= 1.0 => x as u64,
+                    _ => {
+                        return err(
+                            &me.origin,
+                            format!("`io.cost.model`: `{k}={v}`; expected a rate of at least 1"),
+                        )
+                    }
+                };
+                got.push((k, x));
+                user = true;
+            }
+        }
+    }
+    if user {
+        for (k, x) in got {
+            match k {
+                "rbps" => m.rbps = x,
+                "rseqiops" => m.rseqiops = x,
+                "rrandiops" => m.rrandiops = x,
+                "wbps" => m.wbps = x,
+                "wseqiops" => m.wseqiops = x,
+                _ => m.wrandiops = x,
+            }
+        }
+    }
+    Ok(m)
+}
+
 /// `devices.NAME."io.cost.qos"` and `"io.cost.model"`, in the kernel's own
 /// line syntax without the device number (`ioc_qos_write`,
 /// `ioc_cost_model_write`): io.cost is on where the qos line has
@@ -302,12 +376,11 @@ pub(crate) fn parse_conf(
     } else {
         AUTOP_SSD_DFL
     };
+    // a model line alone is kept by the kernel and used once enabled;
+    // here it is checked and unused
     let Some((qtext, qe)) = qos else {
-        if let Some((_, me)) = model {
-            return err(
-                &me.origin,
-                "`io.cost.model` without `io.cost.qos`; expected `\"io.cost.qos\" = \"enable=1 min=100 max=100\"` with it",
-            );
+        if let Some((mtext, me)) = &model {
+            model_line(mtext, me, auto.0)?;
         }
         return Ok(None);
     };
@@ -388,70 +461,10 @@ pub(crate) fn parse_conf(
             )
         }
     };
-    let mut m = auto.0;
-    if let Some((mtext, me)) = model {
-        let mut user = false;
-        let mut got = Vec::new();
-        for (k, v) in pairs(
-            &mtext,
-            &[
-                "ctrl",
-                "model",
-                "rbps",
-                "rseqiops",
-                "rrandiops",
-                "wbps",
-                "wseqiops",
-                "wrandiops",
-            ],
-            &me,
-            "io.cost.model",
-        )? {
-            match k {
-                "ctrl" => match v {
-                    "auto" => user = false,
-                    "user" => user = true,
-                    _ => {
-                        return err(
-                            &me.origin,
-                            format!("`io.cost.model`: `ctrl={v}`; expected auto or user"),
-                        )
-                    }
-                },
-                "model" => {
-                    if v != "linear" {
-                        return err(
-                            &me.origin,
-                            format!("`io.cost.model`: `model={v}`; expected linear"),
-                        );
-                    }
-                }
-                _ => {
-                    let x = num(k, v, &me, "io.cost.model")? as u64;
-                    if x == 0 {
-                        return err(
-                            &me.origin,
-                            format!("`io.cost.model`: `{k}=0`; expected a rate above 0"),
-                        );
-                    }
-                    got.push((k, x));
-                    user = true;
-                }
-            }
-        }
-        if user {
-            for (k, x) in got {
-                match k {
-                    "rbps" => m.rbps = x,
-                    "rseqiops" => m.rseqiops = x,
-                    "rrandiops" => m.rrandiops = x,
-                    "wbps" => m.wbps = x,
-                    "wseqiops" => m.wseqiops = x,
-                    _ => m.wrandiops = x,
-                }
-            }
-        }
-    }
+    let m = match &model {
+        Some((mtext, me)) => model_line(mtext, me, auto.0)?,
+        None => auto.0,
+    };
     Ok(Some(IocConf {
         model: m,
         vrate_pct: vrate.round() as u64,
