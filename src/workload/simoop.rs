@@ -494,12 +494,19 @@ impl Kernel {
         c.page_fault + 4 * c.copy_per_kib
     }
 
-    /// `-M` pages of anon memory for `pid`, through direct reclaim that may
-    /// sleep in a shrinker: pages got (fewer: asleep).
-    fn simoop_alloc(&mut self, pid: Pid, n: u64) -> u64 {
+    /// `n` pages of anon memory for `pid`, through direct reclaim that may
+    /// sleep in a shrinker: the pages got, and whether the task now sleeps
+    /// there (≤ 5.8 XFS inode reclaim). A reclaimer that went to sleep on
+    /// a cluster write sleeps even when the pass's LRU part freed all it
+    /// needed: `shrink_slab` runs inside `shrink_node`, after the lists and
+    /// before `__perform_reclaim` returns to the allocator, so the task is
+    /// in D state until the write completes whatever the LRU gave.
+    fn simoop_alloc(&mut self, pid: Pid, n: u64) -> (u64, bool) {
         let got = self.page_alloc_may_sleep(pid, n, Gfp::Anon);
         self.vm.nr_anon_pages += got;
-        got
+        let asleep = self.vmscan.shrink_waits.contains_key(&pid);
+        debug_assert!(got == n || asleep);
+        (got, asleep)
     }
 
     fn simoop_worker(&mut self, pid: Pid, t: &mut SimoopTask) -> Action {
@@ -516,10 +523,10 @@ impl Kernel {
                         continue;
                     }
                     let n = (*left).min(ALLOC_CHUNK * 16);
-                    let got = self.simoop_alloc(pid, n);
+                    let (got, asleep) = self.simoop_alloc(pid, n);
                     *left -= got;
                     let cost = got * self.simoop_fault_cost();
-                    if got < n {
+                    if asleep {
                         self.tasks[pid].owed_sys += cost;
                         return Action::Block;
                     }
@@ -552,11 +559,11 @@ impl Kernel {
                         continue;
                     }
                     let n = (*left).min(ALLOC_CHUNK);
-                    let got = self.simoop_alloc(pid, n);
+                    let (got, asleep) = self.simoop_alloc(pid, n);
                     *left -= got;
                     // the page faults, with their zeroing
                     let cost = got * self.simoop_fault_cost();
-                    if got < n {
+                    if asleep {
                         self.tasks[pid].owed_sys += cost;
                         return Action::Block;
                     }
@@ -632,10 +639,10 @@ impl Kernel {
                         continue;
                     }
                     let n = (*left).min(ALLOC_CHUNK);
-                    let got = self.simoop_alloc(pid, n);
+                    let (got, asleep) = self.simoop_alloc(pid, n);
                     *left -= got;
                     let cost = got * self.simoop_fault_cost();
-                    if got < n {
+                    if asleep {
                         self.tasks[pid].owed_sys += cost;
                         return Action::Block;
                     }
