@@ -154,6 +154,9 @@ pub fn simulate_with(
     if let Some(x) = k.xfs_icache_stats() {
         extra_files.push(("xfs_stat".to_string(), x.into_bytes()));
     }
+    if let Some(r) = k.reclaim_file() {
+        extra_files.push(("reclaim.txt".to_string(), r.into_bytes()));
+    }
     if k.simoop.is_some() {
         extra_files.push(("simoop.txt".to_string(), k.simoop_output().into_bytes()));
     }

@@ -81,5 +81,18 @@ fn seed001_pair_runs_and_compares() {
     ] {
         assert!(t.contains(row), "{row} missing from:\n{t}");
     }
+    // reclaim.txt's samples, and `wbsim plot` draws them
+    let r = std::fs::read_to_string(a.join("reclaim.txt")).unwrap();
+    assert!(
+        r.starts_with("# time_s nr_free_pages min low high allocstall"),
+        "{r}"
+    );
+    assert!(r.lines().count() > 50, "{r}");
+    let o = wbsim(&["plot", a.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in ["reclaim-free", "reclaim-stalls", "reclaim-shrinker"] {
+        assert!(a.join(format!("{f}.png")).exists(), "{f}.png");
+        assert!(a.join(format!("{f}.svg")).exists(), "{f}.svg");
+    }
     let _ = std::fs::remove_dir_all(&d);
 }

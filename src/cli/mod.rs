@@ -73,7 +73,7 @@ enum Cmd {
         #[arg(long, short, default_value = "report.html")]
         out: PathBuf,
     },
-    /// Plot a run's trace: dirty.{png,svg}, ratelimit.{png,svg}, pause.{png,svg}
+    /// Plot a run: dirty, ratelimit and pause from its trace; reclaim-free, reclaim-stalls and reclaim-shrinker from reclaim.txt; bcache-NAME-* from bcache-NAME.txt (each .png and .svg)
     Plot {
         /// Output directory of `wbsim run` (or any directory with a trace.txt)
         dir: PathBuf,

@@ -296,6 +296,7 @@ impl Kernel {
     fn xfs_reclaimed(&mut self, sb: usize, n: u64) {
         if n > 0 {
             self.xfs_icache(sb).reclaims += n;
+            self.vmscan.shrink_freed += n;
             self.slab_shrink(sb, n * INODE_BYTES);
         }
     }

@@ -229,6 +229,7 @@ impl Kernel {
             nr_dirtied: self.vm.nr_dirtied,
             nr_written: self.vm.nr_written,
         });
+        self.reclaim_sample();
         for d in 0..self.devs.len() {
             if matches!(self.devs[d].driver, crate::drivers::Driver::Bcache(_)) {
                 self.bcache_sample(d);

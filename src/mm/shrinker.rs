@@ -260,6 +260,7 @@ impl Kernel {
             self.super_cache_scan(pid, sb, k, c.gfp)
         });
         self.vm.slabs_scanned += o.scanned;
+        self.vmscan.shrink_freed += o.freed;
         self.sbs[sb].s_shrink.nr_deferred += o.deferred;
         if self.tracer.on.mm_shrink_slab_end {
             let new = self.sbs[sb].s_shrink.nr_deferred;

@@ -48,7 +48,18 @@ pub struct Vmscan {
     /// workload task that resumes its allocation when woken); other
     /// reclaimers never sleep there.
     pub may_sleep: Option<Pid>,
+    /// Objects the shrinkers freed: what `super_cache_scan` returned,
+    /// and the XFS inodes reclaimed (`xs_ig_reclaims`), which both forms
+    /// of `xfs_reclaim_inodes_nr` leave out of their return.
+    pub shrink_freed: u64,
+    /// `reclaim.txt`'s lines, one per `run.sample_interval`
+    /// (`reclaim_sample`).
+    pub samples: String,
 }
+
+/// `reclaim.txt`'s header: the columns of `Kernel::reclaim_sample`.
+pub const RECLAIM_SAMPLES_HEADER: &str =
+    "# time_s nr_free_pages min low high allocstall pgscan_kswapd pgscan_direct slabs_scanned shrink_freed\n";
 
 /// Who runs a `shrink_node` pass (`struct scan_control`'s part the
 /// shrinkers read).
@@ -83,6 +94,47 @@ pub struct KswapdState {
 }
 
 impl Kernel {
+    /// One line of `reclaim.txt`: the time, the free pages and the
+    /// MIN/LOW/HIGH watermarks summed over a movable allocation's zones
+    /// (what /proc/zoneinfo's `pages free` and `min`/`low`/`high` add up
+    /// to), and the cumulative reclaim counters (`allocstall_*` summed,
+    /// `pgscan_kswapd`, `pgscan_direct`, `slabs_scanned`, the shrinkers'
+    /// freed objects), from which `wbsim plot` draws free memory against
+    /// the watermarks, the stall rate and the shrinkers' rates.
+    pub fn reclaim_sample(&mut self) {
+        use std::fmt::Write as _;
+        let (mut free, mut wm) = (0, [0u64; 3]);
+        for i in self.zones.zonelist(ZONE_MOVABLE) {
+            let z = &self.zones.z[i];
+            free += z.free;
+            wm[0] += z.min();
+            wm[1] += z.low();
+            wm[2] += z.high();
+        }
+        let v = &self.vm;
+        let ns = self.now();
+        let _ = writeln!(
+            self.vmscan.samples,
+            "{}.{:03} {free} {} {} {} {} {} {} {} {}",
+            ns / crate::sim::NSEC_PER_SEC,
+            ns % crate::sim::NSEC_PER_SEC / 1_000_000,
+            wm[0],
+            wm[1],
+            wm[2],
+            v.allocstall.iter().sum::<u64>(),
+            v.pgscan_kswapd,
+            v.pgscan_direct,
+            v.slabs_scanned,
+            self.vmscan.shrink_freed
+        );
+    }
+
+    /// `reclaim.txt`, once reclaim ran (kswapd was woken): None before.
+    pub fn reclaim_file(&self) -> Option<String> {
+        self.vmscan.kswapd?;
+        Some(format!("{RECLAIM_SAMPLES_HEADER}{}", self.vmscan.samples))
+    }
+
     /// `shrink_node` for task `pid` at `priority`: the LRU lists
     /// (`shrink_lruvec`, mm/lru.rs) toward `nr_to_reclaim`, then (a seam)
     /// the shrinkers, then the node's flags and the reclaimer's throttle.

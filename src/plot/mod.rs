@@ -14,6 +14,7 @@
 //!   balance_dirty_pages, as a raw fio job on the device) plots only them.
 
 pub mod bcache;
+pub mod reclaim;
 
 use crate::trace::Record;
 use plotters::coord::Shift;
@@ -284,7 +285,13 @@ fn writers_cgroup(bdp: &[&Record], bdi: &str) -> i64 {
 /// the plot to one device (default: the bdi with most balance_dirty_pages lines).
 pub fn plot_dir(dir: &Path, bdi: Option<&str>) -> Result<Vec<PathBuf>, String> {
     register();
-    let bc = bcache::plot_bcache(dir)?;
+    // the scenario's name, where the run left its summary
+    let scenario = std::fs::read_to_string(dir.join("summary.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v.get("scenario")?.as_str().map(str::to_string));
+    let mut bc = bcache::plot_bcache(dir)?;
+    bc.extend(reclaim::plot_reclaim(dir, scenario.as_deref())?);
     let tp = dir.join("trace.txt");
     let text = match std::fs::read_to_string(&tp) {
         Ok(t) => t,
@@ -350,11 +357,6 @@ pub fn plot_dir(dir: &Path, bdi: Option<&str>) -> Result<Vec<PathBuf>, String> {
         x1 = x0 + 1.0;
     }
     let xr = (x0, x1);
-    // the scenario's name, where the run left its summary
-    let scenario = std::fs::read_to_string(dir.join("summary.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-        .and_then(|v| v.get("scenario")?.as_str().map(str::to_string));
     let named = |what: &str| match &scenario {
         Some(n) => format!("{n}: {what}, bdi {bdi}"),
         None => format!("{what}, bdi {bdi}"),

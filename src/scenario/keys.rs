@@ -78,6 +78,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("machine.cost.copy_per_kib", "80ns", ALL, "\"100ns\"", "user↔kernel copy per KiB"),
     k("machine.cost.page_cache_insert", "300ns", ALL, "\"900ns\"", "per page added to the page cache"),
     k("machine.cost.host_fault", "0s", ALL, "\"15us\"", "per page allocated once `machine.host_backed_free` is used up (0 on bare metal)"),
+    k("machine.cost.page_fault", "2us", ALL, "\"1500ns\"", "an anonymous page's first touch (`do_anonymous_page`) beyond its zeroing; charged per page simoop faults in (this host, a VM: 2.3-2.7 µs a 4 KiB fault in all)"),
     k("machine.cost.cache_miss", "0s", ALL, "\"120ns\"", "a cold cache line in a lookup at a random page: 2 an xarray level, 1 an ext4 extent-status node (rig: 120ns)"),
     k("machine.cost.writeback_per_page", "150ns", ALL, "\"200ns\"", "flusher work per page written back"),
     k("machine.cost.bio_submit", "2us", ALL, "\"3us\"", "per bio built and submitted"),

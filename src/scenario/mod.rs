@@ -49,6 +49,13 @@ pub struct CpuCost {
     /// is first touched, once `machine.host_backed_free` is used up
     /// (mm/page_reporting.rs). 0 on bare metal.
     pub host_fault: Ns,
+    /// An anonymous page's first touch (`do_anonymous_page` from
+    /// `handle_mm_fault`): the fault's entry and exit, the page's
+    /// allocation bookkeeping, memcg charge, LRU add and PTE, beyond the
+    /// page's zeroing (4 × `copy_per_kib`). Charged per page a workload
+    /// faults in (simoop's working set, its `-M` area and its read
+    /// buffers).
+    pub page_fault: Ns,
     /// A cold cache line: one load that misses the CPU caches (DRAM, and
     /// under a hypervisor the nested page walk with it). A lookup at a
     /// random position walks a kernel index whose nodes are not cached:
@@ -107,6 +114,7 @@ impl CpuCost {
             page_cache_insert: s(self.page_cache_insert),
             reclaim_per_page: s(self.reclaim_per_page),
             host_fault: s(self.host_fault),
+            page_fault: s(self.page_fault),
             cache_miss: s(self.cache_miss),
             writeback_per_page: s(self.writeback_per_page),
             bio_submit: s(self.bio_submit),
@@ -943,6 +951,7 @@ fn read_machine(r: &mut Reader) -> Result<Machine, ScenarioError> {
         page_cache_insert: r.cost("machine.cost.page_cache_insert", 300)?,
         reclaim_per_page: r.cost("machine.cost.reclaim_per_page", 500)?,
         host_fault: r.cost("machine.cost.host_fault", 0)?,
+        page_fault: r.cost("machine.cost.page_fault", 2 * NSEC_PER_USEC)?,
         cache_miss: r.cost("machine.cost.cache_miss", 0)?,
         writeback_per_page: r.cost("machine.cost.writeback_per_page", 150)?,
         bio_submit: r.cost("machine.cost.bio_submit", 2 * NSEC_PER_USEC)?,
