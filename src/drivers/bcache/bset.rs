@@ -17,22 +17,88 @@
 
 use super::btree::Key;
 
-/// Keys a leaf holds before it splits in two.
-const LEAF_MAX: usize = 128;
+/// Keys a leaf holds; a full leaf splits in two before the next insert.
+const LEAF_MAX: usize = 64;
 
-/// One leaf: its keys' starts, ascending, and the keys.
-#[derive(Clone, Debug, Default)]
+/// The start of an unused slot: above every key's, so a count of the
+/// starts below `x` needs no length.
+const UNUSED: u64 = u64::MAX;
+
+const NO_KEY: Key = Key {
+    len: 0,
+    cofs: 0,
+    gen: 0,
+    dirty: false,
+};
+
+/// One leaf, inline in the leaves' array: its keys' starts, ascending,
+/// and the keys.
+#[derive(Clone, Debug)]
 struct Leaf {
-    starts: Vec<u64>,
-    keys: Vec<Key>,
+    starts: [u64; LEAF_MAX],
+    keys: [Key; LEAF_MAX],
+    len: u32,
 }
 
 impl Leaf {
-    fn with_capacity() -> Leaf {
+    fn empty() -> Leaf {
         Leaf {
-            starts: Vec::with_capacity(LEAF_MAX + 1),
-            keys: Vec::with_capacity(LEAF_MAX + 1),
+            starts: [UNUSED; LEAF_MAX],
+            keys: [NO_KEY; LEAF_MAX],
+            len: 0,
         }
+    }
+
+    #[inline]
+    fn n(&self) -> usize {
+        self.len as usize
+    }
+
+    /// How many of the leaf's keys start before `x`: a count over the
+    /// whole (short) array, whose loads do not wait on each other as a
+    /// bisection's do. The keys' lines are asked for meanwhile: the caller
+    /// reads the key at the rank next.
+    #[inline]
+    fn rank(&self, x: u64) -> usize {
+        crate::sim::prefetch(self.keys.as_ptr(), std::mem::size_of_val(&self.keys));
+        self.starts.iter().map(|&s| (s < x) as u32).sum::<u32>() as usize
+    }
+
+    /// Bring the leaf into the cache.
+    #[inline]
+    fn prefetch(&self) {
+        crate::sim::prefetch(self.starts.as_ptr(), std::mem::size_of_val(&self.starts));
+        crate::sim::prefetch(self.keys.as_ptr(), std::mem::size_of_val(&self.keys));
+    }
+
+    /// The slot of the key starting at `x`, or where it would go.
+    #[inline]
+    fn find(&self, x: u64) -> Result<usize, usize> {
+        let i = self.rank(x);
+        if i < self.n() && self.starts[i] == x {
+            Ok(i)
+        } else {
+            Err(i)
+        }
+    }
+
+    fn insert_at(&mut self, i: usize, s: u64, k: Key) {
+        let n = self.n();
+        self.starts.copy_within(i..n, i + 1);
+        self.keys.copy_within(i..n, i + 1);
+        self.starts[i] = s;
+        self.keys[i] = k;
+        self.len += 1;
+    }
+
+    fn remove_at(&mut self, i: usize) -> Key {
+        let n = self.n();
+        let k = self.keys[i];
+        self.starts.copy_within(i + 1..n, i);
+        self.keys.copy_within(i + 1..n, i);
+        self.starts[n - 1] = UNUSED;
+        self.len -= 1;
+        k
     }
 }
 
@@ -40,11 +106,15 @@ impl Leaf {
 /// operations the cache set needs.
 #[derive(Clone, Debug)]
 pub struct Index {
-    /// Leaf `i` holds the keys starting in `[lo[i], lo[i + 1])`; `lo[0]`
-    /// is 0. A bound is at most its leaf's first start (it is not raised
-    /// when that key goes).
+    /// The leaves in order: leaf `order[i]` holds the keys starting in
+    /// `[lo[i], lo[i + 1])`; `lo[0]` is 0. A bound is at most its leaf's
+    /// first start (it is not raised when that key goes).
     lo: Vec<u64>,
+    order: Vec<u32>,
+    /// The leaves where they were made (a split does not move them), and
+    /// the slots of leaves that went, for the next split.
     leaves: Vec<Leaf>,
+    spare: Vec<u32>,
     len: usize,
 }
 
@@ -58,7 +128,9 @@ impl Index {
     pub fn new() -> Index {
         Index {
             lo: vec![0],
-            leaves: vec![Leaf::with_capacity()],
+            order: vec![0],
+            leaves: vec![Leaf::empty()],
+            spare: Vec::new(),
             len: 0,
         }
     }
@@ -71,143 +143,167 @@ impl Index {
         self.len == 0
     }
 
-    /// The leaf whose range holds `x`.
+    /// The place in `order` of the leaf whose range holds `x`.
     #[inline]
-    fn leaf_of(&self, x: u64) -> usize {
+    fn place_of(&self, x: u64) -> usize {
         self.lo.partition_point(|&f| f <= x) - 1
+    }
+
+    #[inline]
+    fn leaf(&self, place: usize) -> &Leaf {
+        &self.leaves[self.order[place] as usize]
+    }
+
+    /// Ask for the leaf that holds `x` to be brought into the cache, ahead
+    /// of a search for `x` (a hint: no effect on what the index holds).
+    pub fn prefetch(&self, x: u64) {
+        self.leaf(self.place_of(x)).prefetch();
     }
 
     /// The key starting at `s`.
     pub fn get(&self, s: u64) -> Option<&Key> {
-        let l = &self.leaves[self.leaf_of(s)];
-        l.starts.binary_search(&s).ok().map(|i| &l.keys[i])
+        let l = self.leaf(self.place_of(s));
+        l.find(s).ok().map(|i| &l.keys[i])
     }
 
     pub fn get_mut(&mut self, s: u64) -> Option<&mut Key> {
-        let li = self.leaf_of(s);
+        let li = self.order[self.place_of(s)] as usize;
         let l = &mut self.leaves[li];
-        l.starts.binary_search(&s).ok().map(|i| &mut l.keys[i])
+        l.find(s).ok().map(|i| &mut l.keys[i])
     }
 
     /// Insert (or replace) the key starting at `s`.
     pub fn insert(&mut self, s: u64, k: Key) {
-        let li = self.leaf_of(s);
-        let l = &mut self.leaves[li];
-        match l.starts.binary_search(&s) {
-            Ok(i) => l.keys[i] = k,
-            Err(i) => {
-                l.starts.insert(i, s);
-                l.keys.insert(i, k);
-                self.len += 1;
-                if l.starts.len() > LEAF_MAX {
-                    self.split(li);
-                }
+        let mut p = self.place_of(s);
+        let mut l = &mut self.leaves[self.order[p] as usize];
+        let i = match l.find(s) {
+            Ok(i) => {
+                l.keys[i] = k;
+                return;
             }
-        }
+            Err(i) if l.n() < LEAF_MAX => i,
+            Err(_) => {
+                self.split(p);
+                if s >= self.lo[p + 1] {
+                    p += 1;
+                }
+                l = &mut self.leaves[self.order[p] as usize];
+                l.rank(s)
+            }
+        };
+        l.insert_at(i, s, k);
+        self.len += 1;
     }
 
     /// `btree_split`: the upper half of a full leaf becomes a new leaf.
-    fn split(&mut self, li: usize) {
-        let l = &mut self.leaves[li];
-        let mid = l.starts.len() / 2;
-        let mut n = Leaf::with_capacity();
-        n.starts.extend_from_slice(&l.starts[mid..]);
-        n.keys.extend_from_slice(&l.keys[mid..]);
-        l.starts.truncate(mid);
-        l.keys.truncate(mid);
-        self.lo.insert(li + 1, n.starts[0]);
-        self.leaves.insert(li + 1, n);
+    fn split(&mut self, p: usize) {
+        let n = match self.spare.pop() {
+            Some(n) => n as usize,
+            None => {
+                self.leaves.push(Leaf::empty());
+                self.leaves.len() - 1
+            }
+        };
+        let li = self.order[p] as usize;
+        let (l, nl) = if li < n {
+            let (a, b) = self.leaves.split_at_mut(n);
+            (&mut a[li], &mut b[0])
+        } else {
+            let (a, b) = self.leaves.split_at_mut(li);
+            (&mut b[0], &mut a[n])
+        };
+        let (mid, n0) = (l.n() / 2, l.n());
+        nl.starts[..n0 - mid].copy_from_slice(&l.starts[mid..n0]);
+        nl.keys[..n0 - mid].copy_from_slice(&l.keys[mid..n0]);
+        nl.len = (n0 - mid) as u32;
+        l.starts[mid..n0].fill(UNUSED);
+        l.len = mid as u32;
+        self.lo.insert(p + 1, nl.starts[0]);
+        self.order.insert(p + 1, n as u32);
     }
 
     /// Remove the key starting at `s`.
     pub fn remove(&mut self, s: u64) -> Option<Key> {
-        let li = self.leaf_of(s);
-        let l = &mut self.leaves[li];
-        let i = l.starts.binary_search(&s).ok()?;
-        l.starts.remove(i);
-        let k = l.keys.remove(i);
+        let p = self.place_of(s);
+        let l = &mut self.leaves[self.order[p] as usize];
+        let i = l.find(s).ok()?;
+        let k = l.remove_at(i);
         self.len -= 1;
-        if l.starts.is_empty() {
-            self.drop_leaf(li);
+        if l.len == 0 && self.order.len() > 1 {
+            // the leaf goes; its range joins the leaf before it
+            self.spare.push(self.order.remove(p));
+            self.lo.remove(p);
+            self.lo[0] = 0;
         }
         Some(k)
     }
 
-    /// An empty leaf goes (its range joins the leaf before it), unless it
-    /// is the last one.
-    fn drop_leaf(&mut self, li: usize) {
-        if self.leaves.len() == 1 {
-            return;
-        }
-        self.leaves.remove(li);
-        self.lo.remove(li);
-        self.lo[0] = 0;
-    }
-
     /// The keys starting before `e`, in descending order of start.
     pub fn rev_before(&self, e: u64) -> RevIter<'_> {
-        let li = self.leaf_of(e);
-        let slot = self.leaves[li].starts.partition_point(|&s| s < e);
-        RevIter {
-            idx: self,
-            li,
-            slot,
-        }
+        let p = self.place_of(e);
+        let slot = self.leaf(p).rank(e);
+        RevIter { idx: self, p, slot }
     }
 
     /// The keys starting at or after `from`, in ascending order.
     pub fn iter_from(&self, from: u64) -> Iter<'_> {
-        let li = self.leaf_of(from);
-        let slot = self.leaves[li].starts.partition_point(|&s| s < from);
-        Iter {
-            idx: self,
-            li,
-            slot,
-        }
+        let p = self.place_of(from);
+        let slot = self.leaf(p).rank(from);
+        Iter { idx: self, p, slot }
     }
 
     /// Every key, in ascending order.
     pub fn iter(&self) -> Iter<'_> {
         Iter {
             idx: self,
-            li: 0,
+            p: 0,
             slot: 0,
         }
     }
 
-    /// Keep only the keys `f` keeps, visiting every key once in ascending
-    /// order; empty leaves go.
+    /// Keep only the keys `f` keeps. Every key is visited once, leaf by
+    /// leaf in the order the leaves were made (not in key order); empty
+    /// leaves go.
     pub fn retain(&mut self, mut f: impl FnMut(u64, &Key) -> bool) {
         let mut len = 0;
-        for l in self.leaves.iter_mut() {
+        let mut emptied = false;
+        for (i, l) in self.leaves.iter_mut().enumerate() {
+            if l.len == 0 {
+                // a spare leaf, or the only one
+                continue;
+            }
             let mut w = 0;
-            for r in 0..l.starts.len() {
-                let (s, k) = (l.starts[r], l.keys[r]);
-                if f(s, &k) {
-                    l.starts[w] = s;
-                    l.keys[w] = k;
+            for r in 0..l.n() {
+                if f(l.starts[r], &l.keys[r]) {
+                    if w != r {
+                        l.starts[w] = l.starts[r];
+                        l.keys[w] = l.keys[r];
+                    }
                     w += 1;
                 }
             }
-            l.starts.truncate(w);
-            l.keys.truncate(w);
+            let n = l.n();
+            l.starts[w..n].fill(UNUSED);
+            l.len = w as u32;
             len += w;
+            if w == 0 {
+                emptied = true;
+                self.spare.push(i as u32);
+            }
         }
         self.len = len;
-        if self.leaves.iter().any(|l| l.starts.is_empty()) && self.leaves.len() > 1 {
-            let mut lo = std::mem::take(&mut self.lo);
-            let mut i = 0;
-            lo.retain(|_| {
-                i += 1;
-                !self.leaves[i - 1].starts.is_empty()
-            });
-            self.leaves.retain(|l| !l.starts.is_empty());
-            if self.leaves.is_empty() {
-                self.leaves.push(Leaf::with_capacity());
-                lo.push(0);
+        if emptied {
+            let leaves = &self.leaves;
+            let mut keep = self.order.iter().map(|&li| leaves[li as usize].len > 0);
+            self.lo.retain(|_| keep.next().expect("one bound a leaf"));
+            self.order.retain(|&li| leaves[li as usize].len > 0);
+            if self.order.is_empty() {
+                // keep one (empty) leaf
+                let li = self.spare.pop().expect("a spare leaf");
+                self.order.push(li);
+                self.lo.push(0);
             }
-            lo[0] = 0;
-            self.lo = lo;
+            self.lo[0] = 0;
         }
     }
 }
@@ -215,7 +311,7 @@ impl Index {
 /// A walk down the index (see [`Index::rev_before`]).
 pub struct RevIter<'a> {
     idx: &'a Index,
-    li: usize,
+    p: usize,
     slot: usize,
 }
 
@@ -225,14 +321,14 @@ impl<'a> Iterator for RevIter<'a> {
     #[inline]
     fn next(&mut self) -> Option<(u64, &'a Key)> {
         while self.slot == 0 {
-            if self.li == 0 {
+            if self.p == 0 {
                 return None;
             }
-            self.li -= 1;
-            self.slot = self.idx.leaves[self.li].starts.len();
+            self.p -= 1;
+            self.slot = self.idx.leaf(self.p).n();
         }
         self.slot -= 1;
-        let l = &self.idx.leaves[self.li];
+        let l = self.idx.leaf(self.p);
         Some((l.starts[self.slot], &l.keys[self.slot]))
     }
 }
@@ -240,7 +336,7 @@ impl<'a> Iterator for RevIter<'a> {
 /// A walk up the index (see [`Index::iter_from`]).
 pub struct Iter<'a> {
     idx: &'a Index,
-    li: usize,
+    p: usize,
     slot: usize,
 }
 
@@ -250,13 +346,14 @@ impl<'a> Iterator for Iter<'a> {
     #[inline]
     fn next(&mut self) -> Option<(u64, &'a Key)> {
         loop {
-            let l = self.idx.leaves.get(self.li)?;
-            if self.slot < l.starts.len() {
+            let li = *self.idx.order.get(self.p)?;
+            let l = &self.idx.leaves[li as usize];
+            if self.slot < l.n() {
                 let i = self.slot;
                 self.slot += 1;
                 return Some((l.starts[i], &l.keys[i]));
             }
-            self.li += 1;
+            self.p += 1;
             self.slot = 0;
         }
     }
@@ -273,7 +370,7 @@ mod tests {
             len,
             cofs: len as u64 * 3,
             gen: (len % 7) as u8,
-            dirty: len % 2 == 0,
+            dirty: len.is_multiple_of(2),
         }
     }
 

@@ -80,6 +80,9 @@ struct OpenBucket {
 /// allocator.
 pub struct CacheSet {
     pub bucket_size: u64,
+    /// log2 of `bucket_size` (a power of two): a cache sector's bucket is
+    /// a shift away.
+    bucket_bits: u32,
     pub nbuckets: u64,
     pub buckets: Vec<Bucket>,
     pub avail_nbuckets: u64,
@@ -105,6 +108,8 @@ pub struct CacheSet {
     /// Scratch space for the keys an insert or a writeback meets (kept to
     /// spare an allocation each time).
     hit: Vec<(u64, Key)>,
+    /// The allocator's candidates, kept likewise.
+    cand: Vec<(u32, u32)>,
 }
 
 impl CacheSet {
@@ -114,6 +119,7 @@ impl CacheSet {
     /// per `prio_buckets`, the uuid bucket and the btree root; then
     /// `bch_initial_gc_finish`).
     pub fn new(cache_sectors: u64, bucket_size: u64) -> CacheSet {
+        assert!(bucket_size.is_power_of_two(), "bucket_size {bucket_size}");
         let nbuckets = (cache_sectors / bucket_size).max(8);
         let mut buckets = vec![
             Bucket {
@@ -134,6 +140,7 @@ impl CacheSet {
         let free = (nbuckets.next_power_of_two() >> 10).max(1) as usize;
         let mut c = CacheSet {
             bucket_size,
+            bucket_bits: bucket_size.trailing_zeros(),
             nbuckets,
             buckets,
             avail_nbuckets: 0,
@@ -148,6 +155,7 @@ impl CacheSet {
             btree_buckets: Vec::new(),
             gc_count: 0,
             hit: Vec::new(),
+            cand: Vec::new(),
         };
         // the btree root
         if let Some(b) = c.pick_invalidate() {
@@ -168,7 +176,7 @@ impl CacheSet {
     /// The key is live: its bucket still has the gen it was written with.
     #[inline]
     pub fn live(&self, k: &Key) -> bool {
-        self.buckets[(k.cofs / self.bucket_size) as usize].gen == k.gen
+        self.buckets[(k.cofs >> self.bucket_bits) as usize].gen == k.gen
     }
 
     /// An unpinned bucket the allocator may invalidate
@@ -191,15 +199,18 @@ impl CacheSet {
         if self.needs_gc {
             return;
         }
-        let mut cand: Vec<(u32, u32)> = self
-            .buckets
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| !b.pin && matches!(b.mark, Mark::Free | Mark::Reclaimable))
-            .map(|(i, b)| (b.sectors_used, i as u32))
-            .collect();
+        let mut cand = std::mem::take(&mut self.cand);
+        cand.clear();
+        cand.extend(
+            self.buckets
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| !b.pin && matches!(b.mark, Mark::Free | Mark::Reclaimable))
+                .map(|(i, b)| (b.sectors_used, i as u32)),
+        );
         if cand.is_empty() {
             self.needs_gc = true;
+            self.cand = cand;
             return;
         }
         // the emptiest `free_batch`, in order (the pairs are distinct: a
@@ -215,6 +226,7 @@ impl CacheSet {
             bk.pin = true;
             self.free.push_back(b);
         }
+        self.cand = cand;
     }
 
     /// `bch_bucket_alloc`: a bucket off the free list, marked for data or
@@ -294,7 +306,7 @@ impl CacheSet {
 
     /// The gen of the bucket holding cache sector `cofs`.
     pub fn gen_at(&self, cofs: u64) -> u8 {
-        self.buckets[(cofs / self.bucket_size) as usize].gen
+        self.buckets[(cofs >> self.bucket_bits) as usize].gen
     }
 
     /// Cut the index's keys out of `[s, e)` (`bch_extent_insert_fixup`'s
@@ -453,6 +465,15 @@ impl CacheSet {
         for &(ks, k) in hit.iter() {
             let ke = ks + k.len as u64;
             let (a, b) = (ks.max(s), ke.min(e));
+            if self.live(&k) {
+                self.dirty_sectors -= b - a;
+                cleaned += b - a;
+            }
+            if (a, b) == (ks, ke) {
+                // all of it: the key turns clean where it is
+                self.keys.get_mut(ks).expect("the key").dirty = false;
+                continue;
+            }
             self.keys.remove(ks);
             if ks < a {
                 self.keys.insert(
@@ -481,10 +502,6 @@ impl CacheSet {
                         ..k
                     },
                 );
-            }
-            if self.live(&k) {
-                self.dirty_sectors -= b - a;
-                cleaned += b - a;
             }
         }
         self.hit = hit;
@@ -517,10 +534,10 @@ impl CacheSet {
         }
         // the mark pass (`btree_gc_mark_node`, `__bch_btree_mark_key`):
         // one walk over the leaves, which also drops the stale keys
-        let bs = self.bucket_size;
+        let bits = self.bucket_bits;
         let buckets = &mut self.buckets;
         self.keys.retain(|_, k| {
-            let b = &mut buckets[(k.cofs / bs) as usize];
+            let b = &mut buckets[(k.cofs >> bits) as usize];
             if b.gen != k.gen {
                 return false;
             }
@@ -548,7 +565,7 @@ impl CacheSet {
     fn gc_finish(&mut self, writeback: &[u64]) {
         self.sectors_to_gc = (self.bucket_size * self.nbuckets / 16) as i64;
         for &c in writeback {
-            let b = &mut self.buckets[(c / self.bucket_size) as usize];
+            let b = &mut self.buckets[(c >> self.bucket_bits) as usize];
             if b.mark != Mark::Metadata {
                 b.mark = Mark::Dirty;
             }
