@@ -64,11 +64,11 @@ impl Leaf {
         self.starts.iter().map(|&s| (s < x) as u32).sum::<u32>() as usize
     }
 
-    /// Bring the leaf into the cache.
+    /// Bring the leaf's starts into the cache (its keys' lines are asked
+    /// for by the search itself).
     #[inline]
     fn prefetch(&self) {
         crate::sim::prefetch(self.starts.as_ptr(), std::mem::size_of_val(&self.starts));
-        crate::sim::prefetch(self.keys.as_ptr(), std::mem::size_of_val(&self.keys));
     }
 
     /// The slot of the key starting at `x`, or where it would go.
