@@ -16,13 +16,13 @@
 //! left of it after overwrites) and a few bytes per bucket; nothing per
 //! sector or per IO.
 //!
-//! Modelled as an ordered map of extents, not a b+tree: the btree nodes'
-//! own buckets are counted (one bucket per `KEYS_PER_NODE` keys, allocated
-//! as metadata), their IO is not. Moving GC (`copy_gc_enabled`, off by
+//! The index is the btree's leaves as sorted arrays (`bset.rs`); the btree
+//! nodes' own buckets are counted (one bucket per `KEYS_PER_NODE` keys,
+//! allocated as metadata), their IO is not. Moving GC (`copy_gc_enabled`, off by
 //! default) and the prio/LRU rescaling of clean buckets are not modelled:
 //! the allocator takes reclaimable buckets emptiest first.
 
-use std::collections::BTreeMap;
+use super::bset::Index;
 
 /// `GC_MARK_*`: what GC found in a bucket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -80,6 +80,9 @@ struct OpenBucket {
 /// allocator.
 pub struct CacheSet {
     pub bucket_size: u64,
+    /// log2 of `bucket_size` (a power of two): a cache sector's bucket is
+    /// a shift away.
+    bucket_bits: u32,
     pub nbuckets: u64,
     pub buckets: Vec<Bucket>,
     pub avail_nbuckets: u64,
@@ -90,7 +93,7 @@ pub struct CacheSet {
     /// `invalidate_needs_gc`: the allocator found nothing to invalidate.
     pub needs_gc: bool,
     /// The index: extents by start sector.
-    pub keys: BTreeMap<u64, Key>,
+    pub keys: Index,
     /// Σ live dirty key sectors (`bcache_dev_sectors_dirty`).
     pub dirty_sectors: u64,
     /// Invalidated buckets ready to allocate (`free[RESERVE_NONE]` and
@@ -102,10 +105,11 @@ pub struct CacheSet {
     /// Buckets holding btree nodes.
     btree_buckets: Vec<u32>,
     pub gc_count: u64,
-    /// Scratch space for the keys an insert or a writeback meets, and the
-    /// stale keys GC drops (kept to spare an allocation each time).
+    /// Scratch space for the keys an insert or a writeback meets (kept to
+    /// spare an allocation each time).
     hit: Vec<(u64, Key)>,
-    stale: Vec<u64>,
+    /// The allocator's candidates, kept likewise.
+    cand: Vec<(u32, u32)>,
 }
 
 impl CacheSet {
@@ -115,6 +119,7 @@ impl CacheSet {
     /// per `prio_buckets`, the uuid bucket and the btree root; then
     /// `bch_initial_gc_finish`).
     pub fn new(cache_sectors: u64, bucket_size: u64) -> CacheSet {
+        assert!(bucket_size.is_power_of_two(), "bucket_size {bucket_size}");
         let nbuckets = (cache_sectors / bucket_size).max(8);
         let mut buckets = vec![
             Bucket {
@@ -135,13 +140,14 @@ impl CacheSet {
         let free = (nbuckets.next_power_of_two() >> 10).max(1) as usize;
         let mut c = CacheSet {
             bucket_size,
+            bucket_bits: bucket_size.trailing_zeros(),
             nbuckets,
             buckets,
             avail_nbuckets: 0,
             in_use: 0,
             sectors_to_gc: 0,
             needs_gc: false,
-            keys: BTreeMap::new(),
+            keys: Index::new(),
             dirty_sectors: 0,
             free: Default::default(),
             free_batch: free * 5,
@@ -149,7 +155,7 @@ impl CacheSet {
             btree_buckets: Vec::new(),
             gc_count: 0,
             hit: Vec::new(),
-            stale: Vec::new(),
+            cand: Vec::new(),
         };
         // the btree root
         if let Some(b) = c.pick_invalidate() {
@@ -170,7 +176,7 @@ impl CacheSet {
     /// The key is live: its bucket still has the gen it was written with.
     #[inline]
     pub fn live(&self, k: &Key) -> bool {
-        self.buckets[(k.cofs / self.bucket_size) as usize].gen == k.gen
+        self.buckets[(k.cofs >> self.bucket_bits) as usize].gen == k.gen
     }
 
     /// An unpinned bucket the allocator may invalidate
@@ -193,15 +199,18 @@ impl CacheSet {
         if self.needs_gc {
             return;
         }
-        let mut cand: Vec<(u32, u32)> = self
-            .buckets
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| !b.pin && matches!(b.mark, Mark::Free | Mark::Reclaimable))
-            .map(|(i, b)| (b.sectors_used, i as u32))
-            .collect();
+        let mut cand = std::mem::take(&mut self.cand);
+        cand.clear();
+        cand.extend(
+            self.buckets
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| !b.pin && matches!(b.mark, Mark::Free | Mark::Reclaimable))
+                .map(|(i, b)| (b.sectors_used, i as u32)),
+        );
         if cand.is_empty() {
             self.needs_gc = true;
+            self.cand = cand;
             return;
         }
         // the emptiest `free_batch`, in order (the pairs are distinct: a
@@ -217,6 +226,7 @@ impl CacheSet {
             bk.pin = true;
             self.free.push_back(b);
         }
+        self.cand = cand;
     }
 
     /// `bch_bucket_alloc`: a bucket off the free list, marked for data or
@@ -296,7 +306,7 @@ impl CacheSet {
 
     /// The gen of the bucket holding cache sector `cofs`.
     pub fn gen_at(&self, cofs: u64) -> u8 {
-        self.buckets[(cofs / self.bucket_size) as usize].gen
+        self.buckets[(cofs >> self.bucket_bits) as usize].gen
     }
 
     /// Cut the index's keys out of `[s, e)` (`bch_extent_insert_fixup`'s
@@ -308,7 +318,7 @@ impl CacheSet {
         let mut hit = std::mem::take(&mut self.hit);
         hit.clear();
         let mut before = None;
-        for (&ks, k) in self.keys.range(..e).rev() {
+        for (ks, k) in self.keys.rev_before(e) {
             if ks + k.len as u64 <= s {
                 before = Some((ks, *k));
                 break;
@@ -316,7 +326,7 @@ impl CacheSet {
             hit.push((ks, *k));
         }
         for &(ks, k) in hit.iter() {
-            self.keys.remove(&ks);
+            self.keys.remove(ks);
             let ke = ks + k.len as u64;
             let live = self.live(&k);
             if k.dirty && live {
@@ -363,7 +373,7 @@ impl CacheSet {
                 && !cofs.is_multiple_of(self.bucket_size)
                 && p.len as u64 + len <= MAX_KEY_SECTORS
             {
-                self.keys.get_mut(&ps).expect("the key before").len += len as u32;
+                self.keys.get_mut(ps).expect("the key before").len += len as u32;
                 return;
             }
         }
@@ -389,7 +399,7 @@ impl CacheSet {
     /// (cleared first): one walk down from `e`.
     pub fn lookup(&self, s: u64, e: u64, out: &mut Vec<(u64, Key)>) {
         out.clear();
-        for (&ks, k) in self.keys.range(..e).rev() {
+        for (ks, k) in self.keys.rev_before(e) {
             if ks + k.len as u64 <= s {
                 break;
             }
@@ -407,7 +417,7 @@ impl CacheSet {
         // from e (the keys are disjoint), inserted in ascending order
         let mut gaps: crate::sim::vec1::Vec1<(u64, u64)> = Default::default();
         let mut hi = e;
-        for (&ks, k) in self.keys.range(..e).rev() {
+        for (ks, k) in self.keys.rev_before(e) {
             let ke = ks + k.len as u64;
             if ke <= s {
                 break;
@@ -442,7 +452,7 @@ impl CacheSet {
         let e = s + len;
         let mut hit = std::mem::take(&mut self.hit);
         hit.clear();
-        for (&ks, k) in self.keys.range(..e).rev() {
+        for (ks, k) in self.keys.rev_before(e) {
             if ks + k.len as u64 <= s {
                 break;
             }
@@ -455,7 +465,16 @@ impl CacheSet {
         for &(ks, k) in hit.iter() {
             let ke = ks + k.len as u64;
             let (a, b) = (ks.max(s), ke.min(e));
-            self.keys.remove(&ks);
+            if self.live(&k) {
+                self.dirty_sectors -= b - a;
+                cleaned += b - a;
+            }
+            if (a, b) == (ks, ke) {
+                // all of it: the key turns clean where it is
+                self.keys.get_mut(ks).expect("the key").dirty = false;
+                continue;
+            }
+            self.keys.remove(ks);
             if ks < a {
                 self.keys.insert(
                     ks,
@@ -483,10 +502,6 @@ impl CacheSet {
                         ..k
                     },
                 );
-            }
-            if self.live(&k) {
-                self.dirty_sectors -= b - a;
-                cleaned += b - a;
             }
         }
         self.hit = hit;
@@ -517,17 +532,14 @@ impl CacheSet {
                 b.sectors_used = 0;
             }
         }
-        // the mark pass; stale keys go (found on the walk, removed after
-        // it: a read-only walk is cheaper than `retain`'s)
-        let bs = self.bucket_size;
+        // the mark pass (`btree_gc_mark_node`, `__bch_btree_mark_key`):
+        // one walk over the leaves, which also drops the stale keys
+        let bits = self.bucket_bits;
         let buckets = &mut self.buckets;
-        let mut stale = std::mem::take(&mut self.stale);
-        stale.clear();
-        for (&ks, k) in self.keys.iter() {
-            let b = &mut buckets[(k.cofs / bs) as usize];
+        self.keys.retain(|_, k| {
+            let b = &mut buckets[(k.cofs >> bits) as usize];
             if b.gen != k.gen {
-                stale.push(ks);
-                continue;
+                return false;
             }
             if b.mark != Mark::Metadata {
                 b.sectors_used += k.len;
@@ -538,11 +550,8 @@ impl CacheSet {
                 };
                 b.mark = b.mark.max(m);
             }
-        }
-        for ks in stale.iter() {
-            self.keys.remove(ks);
-        }
-        self.stale = stale;
+            true
+        });
         // the btree shrinks or grows with its keys
         let want = (self.keys.len() as u64).div_ceil(KEYS_PER_NODE).max(1) as usize;
         while self.btree_buckets.len() > want {
@@ -556,7 +565,7 @@ impl CacheSet {
     fn gc_finish(&mut self, writeback: &[u64]) {
         self.sectors_to_gc = (self.bucket_size * self.nbuckets / 16) as i64;
         for &c in writeback {
-            let b = &mut self.buckets[(c / self.bucket_size) as usize];
+            let b = &mut self.buckets[(c >> self.bucket_bits) as usize];
             if b.mark != Mark::Metadata {
                 b.mark = Mark::Dirty;
             }
@@ -584,7 +593,10 @@ impl CacheSet {
         out: &mut Vec<(u64, Key)>,
     ) -> u64 {
         let mut last = from;
-        for (&ks, k) in self.keys.range(from..end) {
+        for (ks, k) in self.keys.iter_from(from) {
+            if ks >= end {
+                break;
+            }
             if out.len() >= n {
                 return last;
             }
@@ -631,7 +643,7 @@ mod tests {
         assert_eq!(c.avail_nbuckets, 64 - 8);
         // writeback cleans three of the four keys: nothing changes until GC
         for i in 0..3u64 {
-            let k = c.keys[&(i * 100)];
+            let k = *c.keys.get(i * 100).unwrap();
             assert_eq!(c.writeback_done(i * 100, 8, k.cofs, k.gen), 8);
         }
         assert_eq!(c.dirty_sectors, 8);
@@ -652,7 +664,7 @@ mod tests {
         let (b, _) = c.alloc_sectors(1, 4, true).unwrap();
         c.insert(6, 4, b, true);
         assert_eq!(c.dirty_sectors, 16);
-        let ks: Vec<_> = c.keys.iter().map(|(&s, k)| (s, k.len, k.cofs)).collect();
+        let ks: Vec<_> = c.keys.iter().map(|(s, k)| (s, k.len, k.cofs)).collect();
         assert_eq!(ks, vec![(0, 6, a), (6, 4, b), (10, 6, a + 10)]);
         // the writeback of the old key cleans only what is still its data
         assert_eq!(c.writeback_done(0, 16, a, c.gen_at(a)), 12);
@@ -674,13 +686,13 @@ mod tests {
         assert_eq!(b, a + 8);
         // [8, 12) at a + 8 continues [0, 8) at a: one key
         c.insert(8, 4, b, true);
-        let ks: Vec<_> = c.keys.iter().map(|(&s, k)| (s, k.len, k.cofs)).collect();
+        let ks: Vec<_> = c.keys.iter().map(|(s, k)| (s, k.len, k.cofs)).collect();
         assert_eq!(ks, vec![(0, 12, a)]);
         // [6, 10) at a + 12: the head [0, 6) stays, and the new key does
         // not continue it (the head's data ends at a + 6)
         let (d, _) = c.alloc_sectors(1, 4, true).unwrap();
         c.insert(6, 4, d, true);
-        let ks: Vec<_> = c.keys.iter().map(|(&s, k)| (s, k.len, k.cofs)).collect();
+        let ks: Vec<_> = c.keys.iter().map(|(s, k)| (s, k.len, k.cofs)).collect();
         assert_eq!(ks, vec![(0, 6, a), (6, 4, d), (10, 2, a + 10)]);
         assert_eq!(c.dirty_sectors, 12);
         let mut out = Vec::new();
@@ -702,7 +714,7 @@ mod tests {
         // every available bucket
         assert_eq!(n, 58);
         // everything written back: GC frees all of it
-        let all: Vec<(u64, Key)> = c.keys.iter().map(|(&s, k)| (s, *k)).collect();
+        let all: Vec<(u64, Key)> = c.keys.iter().map(|(s, k)| (s, *k)).collect();
         for (s, k) in all {
             c.writeback_done(s, k.len as u64, k.cofs, k.gen);
         }
@@ -724,7 +736,7 @@ mod tests {
         }
         // clean data never starves the allocator
         assert_eq!(n, 200);
-        let live = c.keys.values().filter(|k| c.live(k)).count();
+        let live = c.keys.iter().filter(|(_, k)| c.live(k)).count();
         assert!(live < 64, "{live}");
     }
 

@@ -7,6 +7,7 @@
 //! | `mod.rs` | the device: its keys (sysfs knobs under their own names), its state, sysfs outputs (`dirty_data`, `state`, `cache_available_percent`, `stats_total`) |
 //! | `request.rs` | request.c: `cached_dev_submit_bio`, `check_should_bypass` (sequential cutoff, congestion), `cached_dev_write`, `cached_dev_read`; writeback.h `should_writeback` |
 //! | `btree.rs` | btree.c, extents.c, alloc.c: keys as extents, buckets, allocation, GC |
+//! | `bset.rs` | bset.c: the index's leaves, sorted arrays of keys searched by bisection |
 //! | `writeback.rs` | writeback.c: the rate controller, and the writeback thread (`refill_dirty`, `read_dirty`) |
 //! | `util.rs` | util.c: `bch_next_delay`, `bch_hprint` |
 //!
@@ -16,6 +17,7 @@
 //! here), the CPU time of bcache's own work, and GC's duration (it is done
 //! at once).
 
+pub mod bset;
 pub mod btree;
 pub mod request;
 pub mod util;

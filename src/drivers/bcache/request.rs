@@ -440,6 +440,9 @@ impl Kernel {
             );
         }
         if writeback {
+            // the key goes in when the cache write completes: its leaf is
+            // fetched meanwhile
+            self.bcache(dev).set.keys.prefetch(sector);
             self.bcache_writeback_add(dev);
             return self.bcache_insert_data(dev, id, pid, sector, nr, opf, true);
         }
