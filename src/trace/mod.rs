@@ -103,8 +103,20 @@ pub struct Tracer {
     pub bytes: u64,
     /// The statistics of the summary's `trace` section.
     pub stats: crate::metrics::TraceStats,
-    /// Where the lines go as they are printed (the body of `trace.txt`).
+    /// Where the lines go as they are printed: `trace.txt`, from the
+    /// offset `body_at` that its header leaves them.
     sink: Option<std::io::BufWriter<std::fs::File>>,
+    /// `trace.txt` before the lines' place in it is chosen (see
+    /// [`Tracer::stream_into`]); they wait in `buf` until then.
+    unplaced: Option<std::fs::File>,
+    /// The file's path, its CPUs (the header's `#P:`), and the run's end
+    /// (to extrapolate the lines from).
+    file: Option<(std::path::PathBuf, u32, Ns)>,
+    /// Where the lines start in the file: the length of the header for the
+    /// line count guessed when they were placed.
+    body_at: u64,
+    /// The lines' bytes held before they are placed.
+    pub place_at: usize,
     /// The first error writing to the sink (the rest of the lines are
     /// dropped; the run reports it at its end).
     pub sink_error: Option<std::io::Error>,
@@ -121,14 +133,29 @@ impl Tracer {
         Tracer::default()
     }
 
-    /// Write the lines to `f` as they are printed instead of keeping them.
-    pub fn stream_to(&mut self, f: std::fs::File) {
-        self.sink = Some(std::io::BufWriter::with_capacity(1 << 16, f));
+    /// Write the lines into `trace.txt` at `path` as they are printed,
+    /// instead of keeping them; `ncpus` is the header's `#P:`, `end` the
+    /// run's end. The header, which counts the lines, goes first in the
+    /// file: so that the lines need not be copied after it at the end, the
+    /// first `place_at` bytes of them (4 MiB) wait in memory, then the
+    /// count is extrapolated to the run's end and the lines are written
+    /// after a header of that count's length. If the count then has another
+    /// number of digits, [`Tracer::finish_file`] copies them into place.
+    pub fn stream_into(
+        &mut self,
+        path: &std::path::Path,
+        ncpus: u32,
+        end: Ns,
+    ) -> std::io::Result<()> {
+        self.unplaced = Some(std::fs::File::create(path)?);
+        self.file = Some((path.to_path_buf(), ncpus, end));
+        self.place_at = 4 << 20;
+        Ok(())
     }
 
-    /// Whether the lines go to a sink.
+    /// Whether the lines go to a file.
     pub fn streaming(&self) -> bool {
-        self.sink.is_some()
+        self.file.is_some()
     }
 
     /// Print one line in ftrace's format ([`format_line`]'s, with the
@@ -170,7 +197,7 @@ impl Tracer {
             self.stats
                 .add_body(ts, event, &self.buf[body_start..body_end]);
         }
-        self.pass_on();
+        self.pass_on(t);
     }
 
     /// Print one line whose body is `bdi NAME: ` (with a bdi) and then
@@ -242,12 +269,13 @@ impl Tracer {
             });
             self.stats.add_fields(ts, bdi, event, vals);
         }
-        self.pass_on();
+        self.pass_on(t);
     }
 
-    /// The line at the end of `buf` is done: to the sink if there is one.
+    /// The line at the end of `buf` (printed at `t`) is done: to the sink
+    /// if there is one, or kept until the lines are placed.
     #[inline]
-    fn pass_on(&mut self) {
+    fn pass_on(&mut self, t: Ns) {
         if let Some(w) = &mut self.sink {
             if self.sink_error.is_none() {
                 use std::io::Write as _;
@@ -256,42 +284,80 @@ impl Tracer {
                 }
             }
             self.buf.clear();
+        } else if self.unplaced.is_some() && self.buf.len() >= self.place_at {
+            self.place(t);
         }
     }
 
-    /// Flush the sink and close it: the trace's lines are all written.
-    pub fn finish_sink(&mut self) -> std::io::Result<()> {
-        if let Some(mut w) = self.sink.take() {
-            use std::io::Write as _;
-            if let Some(e) = self.sink_error.take() {
-                return Err(e);
-            }
-            w.flush()?;
+    /// Place the lines in the file: after a header for the lines so far
+    /// extrapolated from `t` to the run's end.
+    #[cold]
+    fn place(&mut self, t: Ns) {
+        use std::io::{Seek as _, Write as _};
+        let (Some(mut f), Some((_, ncpus, end))) = (self.unplaced.take(), &self.file) else {
+            return;
+        };
+        let guess = (self.lines as u128 * (*end).max(t) as u128 / t.max(1) as u128)
+            .min(u64::MAX as u128) as u64;
+        self.body_at = header_for(guess, *ncpus).len() as u64;
+        let r = f
+            .seek(std::io::SeekFrom::Start(self.body_at))
+            .and_then(|_| {
+                let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
+                w.write_all(self.buf.as_bytes())?;
+                Ok(w)
+            });
+        match r {
+            Ok(w) => self.sink = Some(w),
+            Err(e) => self.sink_error = Some(e),
         }
-        Ok(())
+        self.buf.clear();
     }
 
-    /// The `trace` file's header (the nop tracer's), for `lines` lines.
+    /// Finish `trace.txt`: its header, then the lines (copied into place if
+    /// the header is not the length their place was chosen for).
+    pub fn finish_file(&mut self) -> std::io::Result<()> {
+        use std::io::{Seek as _, Write as _};
+        let Some((path, ncpus, _)) = self.file.take() else {
+            return Ok(());
+        };
+        let header = header_for(self.lines, ncpus);
+        if let Some(mut f) = self.unplaced.take() {
+            f.write_all(header.as_bytes())?;
+            f.write_all(self.buf.as_bytes())?;
+            self.buf.clear();
+            return f.flush();
+        }
+        if let Some(e) = self.sink_error.take() {
+            return Err(e);
+        }
+        let Some(w) = self.sink.take() else {
+            return Ok(());
+        };
+        let mut f = w.into_inner().map_err(|e| e.into_error())?;
+        if header.len() as u64 == self.body_at {
+            f.seek(std::io::SeekFrom::Start(0))?;
+            f.write_all(header.as_bytes())?;
+            return f.flush();
+        }
+        // the count has another number of digits than guessed: the lines
+        // go after the header in a new file
+        drop(f);
+        let lines = path.with_file_name(".trace.txt.lines");
+        std::fs::rename(&path, &lines)?;
+        let mut out = std::fs::File::create(&path)?;
+        out.write_all(header.as_bytes())?;
+        let mut b = std::fs::File::open(&lines)?;
+        b.seek(std::io::SeekFrom::Start(self.body_at))?;
+        std::io::copy(&mut b, &mut out)?;
+        out.flush()?;
+        drop(b);
+        std::fs::remove_file(&lines)
+    }
+
+    /// The `trace` file's header (the nop tracer's), for its lines.
     pub fn header(&self, ncpus: u32) -> String {
-        let mut s = String::with_capacity(1024);
-        let _ = writeln!(s, "# tracer: nop\n#");
-        let _ = writeln!(
-            s,
-            "# entries-in-buffer/entries-written: {}/{}   #P:{}",
-            self.lines, self.lines, ncpus
-        );
-        s.push_str(
-            "#\n\
-#                                _-----=> irqs-off/BH-disabled\n\
-#                               / _----=> need-resched\n\
-#                              | / _---=> hardirq/softirq\n\
-#                              || / _--=> preempt-depth\n\
-#                              ||| / _-=> migrate-disable\n\
-#                              |||| /     delay\n\
-#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n\
-#              | |         |   |||||     |         |\n",
-        );
-        s
+        header_for(self.lines, ncpus)
     }
 
     /// The `trace` file: the nop tracer's header, then the lines (those
@@ -301,6 +367,28 @@ impl Tracer {
         s.push_str(&self.buf);
         s
     }
+}
+
+/// The `trace` file's header (the nop tracer's), for `lines` lines.
+pub fn header_for(lines: u64, ncpus: u32) -> String {
+    let mut s = String::with_capacity(1024);
+    let _ = writeln!(s, "# tracer: nop\n#");
+    let _ = writeln!(
+        s,
+        "# entries-in-buffer/entries-written: {lines}/{lines}   #P:{ncpus}"
+    );
+    s.push_str(
+        "#\n\
+#                                _-----=> irqs-off/BH-disabled\n\
+#                               / _----=> need-resched\n\
+#                              | / _---=> hardirq/softirq\n\
+#                              || / _--=> preempt-depth\n\
+#                              ||| / _-=> migrate-disable\n\
+#                              |||| /     delay\n\
+#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n\
+#              | |         |   |||||     |         |\n",
+    );
+    s
 }
 
 /// "00" to "99": two digits at a time.
@@ -762,6 +850,37 @@ mod tests {
             s.push('|');
         }
         assert_eq!(s, "0|7      |005|123456789012|18446744073709551615|000010|");
+    }
+
+    /// `trace.txt` streamed is the trace kept in memory, byte for byte,
+    /// whether the lines' count was guessed right when they were placed
+    /// (the header written in front of them), guessed wrong (the lines
+    /// copied after it), or the lines were never placed (a short trace).
+    #[test]
+    fn a_streamed_trace_is_the_trace_in_memory() {
+        let dir = std::env::temp_dir().join(format!("wbsim-stream-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("trace.txt");
+        // (lines, the run's end as a multiple of the last line's time)
+        for (n, end_x) in [(2000u64, 1u64), (2000, 1000), (3, 1), (950, 1)] {
+            let mut a = Tracer::new(&[]);
+            let mut b = Tracer::new(&[]);
+            let last = n * 1_000_000;
+            b.stream_into(&path, 4, last * end_x).unwrap();
+            b.place_at = 20_000;
+            assert!(b.streaming());
+            for i in 1..=n {
+                let t = i * 1_000_000;
+                let f = [("dirty", i as i128), ("pause", -(i as i128))];
+                a.emit_fields(t, "dd", 7, 1, ".....", "global_dirty_state", None, &f);
+                b.emit_fields(t, "dd", 7, 1, ".....", "global_dirty_state", None, &f);
+            }
+            b.finish_file().unwrap();
+            let got = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(got, a.render(4), "{n} lines, end x{end_x}");
+            assert!(!dir.join(".trace.txt.lines").exists());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
