@@ -63,10 +63,6 @@ pub struct SimOpts {
 /// 2 GiB.
 pub const TRACE_LIMIT: u64 = 2 << 30;
 
-/// The name of `trace.txt`'s lines while the run writes them (the header,
-/// which counts them, goes first once the run is over).
-const TRACE_BODY: &str = ".trace.txt.lines";
-
 /// Simulate `sc` to the end. `trace` turns the trace buffer on.
 pub fn simulate(sc: &Scenario, trace_on: bool, progress: impl FnMut(f64, f64)) -> RunResult {
     let opts = SimOpts {
@@ -94,12 +90,12 @@ pub fn simulate_with(
     // the summary's window: the run may end sooner (`wbsim fio`, SIGINT),
     // never later
     tracer.stats = crate::metrics::TraceStats::new((sc.run.warmup, sc.run.duration), None);
-    let body = match (&opts.trace_dir, opts.trace) {
+    let streamed = match (&opts.trace_dir, opts.trace) {
         (Some(dir), true) => {
-            let path = dir.join(TRACE_BODY);
-            let f = std::fs::File::create(&path)
+            let path = dir.join("trace.txt");
+            tracer
+                .stream_into(&path, sc.machine.cpus, sc.run.duration)
                 .map_err(|e| format!("writing {}: {e}", path.display()))?;
-            tracer.stream_to(f);
             Some(path)
         }
         _ => None,
@@ -111,13 +107,14 @@ pub fn simulate_with(
     k.trace_limit = opts.trace_limit;
     k.full_device_stops = !opts.allow_full_device;
     k.run(|now, end| progress(now as f64 / 1e9, end as f64 / 1e9));
-    let trace_streamed = match (&body, &opts.trace_dir) {
-        (Some(body), Some(dir)) => {
-            finish_trace(&mut k.tracer, sc.machine.cpus, body, &dir.join("trace.txt"))
-                .map_err(|e| format!("writing {}: {e}", dir.join("trace.txt").display()))?;
+    let trace_streamed = match &streamed {
+        Some(path) => {
+            k.tracer
+                .finish_file()
+                .map_err(|e| format!("writing {}: {e}", path.display()))?;
             true
         }
-        _ => false,
+        None => false,
     };
     if let Some(e) = k.fio_log_error.take() {
         return Err(format!("writing fio's logs: {e}"));
@@ -193,20 +190,6 @@ pub fn simulate_with(
         sim_s: k.sc.run.duration as f64 / 1e9,
         events: k.events_simulated(),
     })
-}
-
-/// Write `trace.txt`: the header for the tracer's lines, then the lines
-/// the run wrote to `body` (which is removed).
-fn finish_trace(tracer: &mut Tracer, ncpus: u32, body: &Path, out: &Path) -> std::io::Result<()> {
-    use std::io::Write as _;
-    tracer.finish_sink()?;
-    let mut f = std::fs::File::create(out)?;
-    f.write_all(tracer.header(ncpus).as_bytes())?;
-    let mut b = std::fs::File::open(body)?;
-    std::io::copy(&mut b, &mut f)?;
-    f.flush()?;
-    drop(b);
-    std::fs::remove_file(body)
 }
 
 pub fn write_outputs(dir: &Path, r: &RunResult) -> std::io::Result<()> {

@@ -115,6 +115,16 @@ fn seed_004s_command_line_runs_with_its_logs() {
     for f in ["fio.json", "fio.txt", "summary.json", "trace.txt"] {
         assert!(dir.join(f).exists(), "{f} missing");
     }
+    // the trace was streamed there: its header counts the lines after
+    // it, and the lines' file the run wrote as it went is gone
+    let trace = std::fs::read_to_string(dir.join("trace.txt")).unwrap();
+    let n = trace.lines().filter(|l| !l.starts_with('#')).count();
+    assert!(
+        trace.contains(&format!("entries-in-buffer/entries-written: {n}/{n} ")),
+        "{}",
+        &trace[..300]
+    );
+    assert!(!dir.join(".trace.txt.lines").exists());
     let log = std::fs::read_to_string(dir.join("mix_lat.1.log")).unwrap();
     let first = log.lines().next().expect("a log line");
     let cols: Vec<&str> = first.split(", ").collect();

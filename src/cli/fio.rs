@@ -231,8 +231,11 @@ fn run(a: &FioArgs, sc: &Scenario) -> i32 {
             Err(code) => return code,
         }
     } else {
+        // with --out, the trace streams into it as `wbsim run`'s does (made
+        // above, before the run), never held in memory
         let opts = crate::output::SimOpts {
             trace: a.out.is_some(),
+            trace_dir: a.out.clone(),
             fio_log_dir: Some(log_dir.clone()),
             end_when_fio_done: !a.sets.iter().any(|s| s.starts_with("run.duration=")),
             ..Default::default()

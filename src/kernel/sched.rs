@@ -936,29 +936,43 @@ impl Kernel {
         if prev.map(|(p, _)| p) == next && next.is_some() {
             return;
         }
-        let idle = format!("swapper/{cpu}");
+        // a task's comm, or the idle task's (`swapper/CPU`), unallocated
+        enum Comm<'a> {
+            Task(&'a str),
+            Idle(usize),
+        }
+        impl std::fmt::Display for Comm<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                match self {
+                    Comm::Task(c) => f.write_str(c),
+                    Comm::Idle(cpu) => write!(f, "swapper/{cpu}"),
+                }
+            }
+        }
         let (pc, pp, ps) = match prev {
-            Some((p, st)) => (self.tasks[p].comm.clone(), self.tasks[p].pid, st),
-            None => (idle.clone(), 0, "R"),
+            Some((p, st)) => (Comm::Task(&self.tasks[p].comm), self.tasks[p].pid, st),
+            None => (Comm::Idle(cpu), 0, "R"),
         };
         let (nc, np) = match next {
-            Some(n) => (self.tasks[n].comm.as_str(), self.tasks[n].pid),
-            None => (idle.as_str(), 0),
+            Some(n) => (Comm::Task(&self.tasks[n].comm), self.tasks[n].pid),
+            None => (Comm::Idle(cpu), 0),
         };
-        let ctx = if pp == 0 { "<idle>" } else { pc.as_str() };
+        let ctx = match (pp, &pc) {
+            (0, _) | (_, Comm::Idle(_)) => "<idle>",
+            (_, Comm::Task(c)) => c,
+        };
         // prio 120: every task is at nice 0 (DEFAULT_PRIO)
-        crate::trace::format_line(
-            &mut self.tracer.buf,
+        self.tracer.emit(
             self.q.now(),
             ctx,
             pp,
             cpu,
+            ".....",
             "sched_switch",
             format_args!(
                 "prev_comm={pc} prev_pid={pp} prev_prio=120 prev_state={ps} ==> next_comm={nc} next_pid={np} next_prio=120"
             ),
         );
-        self.tracer.line_done();
     }
 
     /// Task `pid` leaves its CPU for `action`: its `prev_state` for the
@@ -994,22 +1008,21 @@ impl Kernel {
     fn trace_sched_wakeup(&mut self, pid: Pid) {
         let target = self.idle_cpu_for(pid).unwrap_or(self.tasks[pid].cpu);
         let (ctx, ctx_pid) = match self.cpus[target].cur {
-            Some(c) => (self.tasks[c].comm.clone(), self.tasks[c].pid),
-            None => ("<idle>".to_string(), 0),
+            Some(c) => (self.tasks[c].comm.as_str(), self.tasks[c].pid),
+            None => ("<idle>", 0),
         };
         let t = &self.tasks[pid];
-        let (comm, tp) = (t.comm.clone(), t.pid);
+        let (comm, tp) = (t.comm.as_str(), t.pid);
         // prio 120: DEFAULT_PRIO, as in `sched_switch`
-        crate::trace::format_line(
-            &mut self.tracer.buf,
+        self.tracer.emit(
             self.q.now(),
-            &ctx,
+            ctx,
             ctx_pid,
             target,
+            ".....",
             "sched_wakeup",
             format_args!("comm={comm} pid={tp} prio=120 target_cpu={target:03}"),
         );
-        self.tracer.line_done();
     }
 
     /// Arm task `pid`'s timer for a tick in the future, `at` being the

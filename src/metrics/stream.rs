@@ -15,11 +15,13 @@ use crate::sim::Ns;
 use crate::trace::Record;
 use std::collections::BTreeMap;
 
-/// One event's lines: how many, and each numeric field's value counts.
+/// One event's lines: how many, and each numeric field's value counts (in
+/// the order the lines first gave them: a line's fields come in the same
+/// order each time, so that the `i`th is found at `i` first).
 #[derive(Clone, Debug, Default)]
 struct EventAcc {
     count: u64,
-    fields: BTreeMap<String, Counts>,
+    fields: Vec<(String, Counts)>,
 }
 
 /// How many times each value occurred: a sorted run-length list, and the
@@ -90,7 +92,8 @@ fn merge_runs(a: &[(i64, u64)], b: &[(i64, u64)]) -> Vec<(i64, u64)> {
 #[derive(Clone, Debug, Default)]
 struct BdiAcc {
     bdi: Option<String>,
-    events: BTreeMap<String, EventAcc>,
+    /// By event name, in the order first seen (the figures sort them).
+    events: Vec<(String, EventAcc)>,
     /// Lines of another cgroup's wb (live mode under cgroup v2), left out
     /// of `events`.
     other_wb: u64,
@@ -125,18 +128,53 @@ impl TraceStats {
 
     /// Count one record.
     pub fn add(&mut self, r: &Record) {
-        if r.ts < self.window.0 || r.ts > self.window.1 {
+        self.add_parts(
+            r.ts,
+            r.bdi.as_deref(),
+            &r.event,
+            r.fields.iter().map(|(k, v)| (k.as_str(), *v)),
+        );
+    }
+
+    /// Count one line from its time (as printed, to the µs), its event and
+    /// its body, read as [`crate::trace::parse_line`] reads them, with no
+    /// record made.
+    pub fn add_body(&mut self, ts: Ns, event: &str, body: &str) {
+        if ts < self.window.0 || ts > self.window.1 {
             return;
         }
-        let i = match self
-            .by_bdi
-            .iter()
-            .position(|b| b.bdi.as_deref() == r.bdi.as_deref())
-        {
+        let (bdi, b) = crate::trace::split_bdi(event, body);
+        let fields = crate::trace::body_fields(b).filter_map(|(k, v)| v.ok().map(|v| (k, v)));
+        self.add_parts(ts, bdi, event, fields);
+    }
+
+    /// Count one line from its time (to the µs), bdi, event and numeric
+    /// fields.
+    pub fn add_fields<'a>(
+        &mut self,
+        ts: Ns,
+        bdi: Option<&str>,
+        event: &str,
+        fields: impl Iterator<Item = (&'a str, i64)> + Clone,
+    ) {
+        self.add_parts(ts, bdi, event, fields);
+    }
+
+    fn add_parts<'a>(
+        &mut self,
+        ts: Ns,
+        bdi: Option<&str>,
+        event: &str,
+        fields: impl Iterator<Item = (&'a str, i64)> + Clone,
+    ) {
+        if ts < self.window.0 || ts > self.window.1 {
+            return;
+        }
+        let i = match self.by_bdi.iter().position(|b| b.bdi.as_deref() == bdi) {
             Some(i) => i,
             None => {
                 self.by_bdi.push(BdiAcc {
-                    bdi: r.bdi.clone(),
+                    bdi: bdi.map(str::to_string),
                     ..Default::default()
                 });
                 self.by_bdi.len() - 1
@@ -144,23 +182,37 @@ impl TraceStats {
         };
         let b = &mut self.by_bdi[i];
         let other_wb = self.cgroup_ino.is_some_and(|ino| {
-            r.bdi.is_some() && r.get("cgroup_ino").is_some_and(|c| c as u64 != ino)
+            bdi.is_some()
+                && fields
+                    .clone()
+                    .find(|(k, _)| *k == "cgroup_ino")
+                    .is_some_and(|(_, c)| c as u64 != ino)
         });
         if other_wb {
             b.other_wb += 1;
             return;
         }
-        let ev = match b.events.get_mut(r.event.as_str()) {
+        let e = match b.events.iter().position(|(n, _)| n == event) {
             Some(e) => e,
-            None => b.events.entry(r.event.clone()).or_default(),
+            None => {
+                b.events.push((event.to_string(), EventAcc::default()));
+                b.events.len() - 1
+            }
         };
+        let ev = &mut b.events[e].1;
         ev.count += 1;
-        for (k, v) in &r.fields {
-            let f = match ev.fields.get_mut(k.as_str()) {
-                Some(f) => f,
-                None => ev.fields.entry(k.clone()).or_default(),
+        for (i, (k, v)) in fields.enumerate() {
+            let f = match ev.fields.get(i) {
+                Some((n, _)) if n == k => i,
+                _ => match ev.fields.iter().position(|(n, _)| n == k) {
+                    Some(f) => f,
+                    None => {
+                        ev.fields.push((k.to_string(), Counts::default()));
+                        ev.fields.len() - 1
+                    }
+                },
             };
-            f.add(*v);
+            ev.fields[f].1.add(v);
         }
     }
 
@@ -177,7 +229,7 @@ impl TraceStats {
         let mut merged: Merged = BTreeMap::new();
         for b in &self.by_bdi {
             if foreign(b) {
-                other_bdi_lines += b.other_wb + b.events.values().map(|e| e.count).sum::<u64>();
+                other_bdi_lines += b.other_wb + b.events.iter().map(|(_, e)| e.count).sum::<u64>();
                 continue;
             }
             other_cgroup_lines += b.other_wb;

@@ -640,7 +640,27 @@ impl Kernel {
             self.vm.nr_dirtied,
             self.vm.nr_written,
         );
-        self.trace_line(pid, "global_dirty_state", format_args!("dirty={d} writeback={w} bg_thresh={bg} thresh={thresh} limit={l} dirtied={dd} written={wr}"));
+        let fields = [
+            ("dirty", d.into()),
+            ("writeback", w.into()),
+            ("bg_thresh", bg.into()),
+            ("thresh", thresh.into()),
+            ("limit", l.into()),
+            ("dirtied", dd.into()),
+            ("written", wr.into()),
+        ];
+        let now = self.q.now();
+        let t = &self.tasks[pid];
+        self.tracer.emit_fields(
+            now,
+            &t.comm,
+            t.pid,
+            t.cpu,
+            ".....",
+            "global_dirty_state",
+            None,
+            &fields,
+        );
     }
 
     /// `__wb_calc_thresh`: the wb's share of `thresh` by recent completions.
@@ -762,18 +782,34 @@ impl Kernel {
         }
         let w = &self.wbs[wb];
         let kb = |x: u64| x << (ilog2(self.sc.machine.page_size) - 10);
-        let line = format!(
-            "bdi {}: write_bw={} awrite_bw={} dirty_rate={} dirty_ratelimit={} task_ratelimit={} balanced_dirty_ratelimit={} cgroup_ino={}",
-            self.wb_name(wb),
-            kb(w.write_bandwidth),
-            kb(w.avg_write_bandwidth),
-            kb(dirty_rate),
-            kb(w.dirty_ratelimit),
-            kb(task_ratelimit),
-            kb(w.balanced_dirty_ratelimit),
-            self.wb_cgroup_ino(wb)
+        let fields = [
+            ("write_bw", kb(w.write_bandwidth).into()),
+            ("awrite_bw", kb(w.avg_write_bandwidth).into()),
+            ("dirty_rate", kb(dirty_rate).into()),
+            ("dirty_ratelimit", kb(w.dirty_ratelimit).into()),
+            ("task_ratelimit", kb(task_ratelimit).into()),
+            (
+                "balanced_dirty_ratelimit",
+                kb(w.balanced_dirty_ratelimit).into(),
+            ),
+            ("cgroup_ino", self.wb_cgroup_ino(wb).into()),
+        ];
+        let now = self.q.now();
+        // the tracer apart from the kernel it reads (the task, the bdi)
+        let mut tr = std::mem::take(&mut self.tracer);
+        let t = &self.tasks[pid];
+        let bdi = self.wb_name(wb);
+        tr.emit_fields(
+            now,
+            &t.comm,
+            t.pid,
+            t.cpu,
+            ".....",
+            "bdi_dirty_ratelimit",
+            Some(bdi),
+            &fields,
         );
-        self.trace_line(pid, "bdi_dirty_ratelimit", format_args!("{line}"));
+        self.tracer = tr;
     }
 
     /// `wb_update_dirty_ratelimit` for one domain (global, then the
@@ -1323,25 +1359,37 @@ impl Kernel {
         } else {
             ms(jiffies - t.dirty_paused_when as i64)
         };
-        let line = format!(
-            "bdi {}: limit={} setpoint={} dirty={} wb_setpoint={} wb_dirty={} dirty_ratelimit={} task_ratelimit={} dirtied={} dirtied_pause={} paused={} pause={} period={} think={} cgroup_ino={}",
-            self.wb_name(wb),
-            limit,
-            setpoint,
-            g.dirty,
-            wb_setpoint,
-            g.wb_dirty,
-            kb(dirty_ratelimit),
-            kb(task_ratelimit),
-            dirtied,
-            t.nr_dirtied_pause,
-            ms(jiffies - start_time as i64),
-            ms(pause),
-            ms(period),
-            think,
-            self.wb_cgroup_ino(wb)
+        let fields = [
+            ("limit", limit.into()),
+            ("setpoint", setpoint.into()),
+            ("dirty", g.dirty.into()),
+            ("wb_setpoint", wb_setpoint.into()),
+            ("wb_dirty", g.wb_dirty.into()),
+            ("dirty_ratelimit", kb(dirty_ratelimit).into()),
+            ("task_ratelimit", kb(task_ratelimit).into()),
+            ("dirtied", dirtied.into()),
+            ("dirtied_pause", t.nr_dirtied_pause.into()),
+            ("paused", ms(jiffies - start_time as i64).into()),
+            ("pause", ms(pause).into()),
+            ("period", ms(period).into()),
+            ("think", think.into()),
+            ("cgroup_ino", self.wb_cgroup_ino(wb).into()),
+        ];
+        let now = self.q.now();
+        let mut tr = std::mem::take(&mut self.tracer);
+        let t = &self.tasks[pid];
+        let bdi = self.wb_name(wb);
+        tr.emit_fields(
+            now,
+            &t.comm,
+            t.pid,
+            t.cpu,
+            ".....",
+            "balance_dirty_pages",
+            Some(bdi),
+            &fields,
         );
-        self.trace_line(pid, "balance_dirty_pages", format_args!("{line}"));
+        self.tracer = tr;
     }
 }
 

@@ -89,9 +89,10 @@ impl EventMask {
 }
 
 /// The trace buffer. Each line is formatted into `buf`, counted into the
-/// summary's statistics (`stats`, through [`parse_line`]), and then either
-/// kept in `buf` (a run in memory: the tests, `wbsim bench`) or written to
-/// `sink` and dropped, so that a run's memory does not grow with its trace.
+/// summary's statistics (`stats`, from the event's time, name and body as
+/// [`parse_line`] reads them), and then either kept in `buf` (a run in
+/// memory: the tests, `wbsim bench`) or written to `sink` and dropped, so
+/// that a run's memory does not grow with its trace.
 #[derive(Default)]
 pub struct Tracer {
     pub on: EventMask,
@@ -102,13 +103,23 @@ pub struct Tracer {
     pub bytes: u64,
     /// The statistics of the summary's `trace` section.
     pub stats: crate::metrics::TraceStats,
-    /// Where the lines go as they are printed (the body of `trace.txt`).
+    /// Where the lines go as they are printed: `trace.txt`, from the
+    /// offset `body_at` that its header leaves them.
     sink: Option<std::io::BufWriter<std::fs::File>>,
+    /// `trace.txt` before the lines' place in it is chosen (see
+    /// [`Tracer::stream_into`]); they wait in `buf` until then.
+    unplaced: Option<std::fs::File>,
+    /// The file's path, its CPUs (the header's `#P:`), and the run's end
+    /// (to extrapolate the lines from).
+    file: Option<(std::path::PathBuf, u32, Ns)>,
+    /// Where the lines start in the file: the length of the header for the
+    /// line count guessed when they were placed.
+    body_at: u64,
+    /// The lines' bytes held before they are placed.
+    pub place_at: usize,
     /// The first error writing to the sink (the rest of the lines are
     /// dropped; the run reports it at its end).
     pub sink_error: Option<std::io::Error>,
-    /// Where the line being formatted starts in `buf`.
-    line_start: usize,
 }
 
 impl Tracer {
@@ -122,71 +133,231 @@ impl Tracer {
         Tracer::default()
     }
 
-    /// Write the lines to `f` as they are printed instead of keeping them.
-    pub fn stream_to(&mut self, f: std::fs::File) {
-        self.sink = Some(std::io::BufWriter::with_capacity(1 << 16, f));
+    /// Write the lines into `trace.txt` at `path` as they are printed,
+    /// instead of keeping them; `ncpus` is the header's `#P:`, `end` the
+    /// run's end. The header, which counts the lines, goes first in the
+    /// file: so that the lines need not be copied after it at the end, the
+    /// first `place_at` bytes of them (4 MiB) wait in memory, then the
+    /// count is extrapolated to the run's end and the lines are written
+    /// after a header of that count's length. If the count then has another
+    /// number of digits, [`Tracer::finish_file`] copies them into place.
+    pub fn stream_into(
+        &mut self,
+        path: &std::path::Path,
+        ncpus: u32,
+        end: Ns,
+    ) -> std::io::Result<()> {
+        self.unplaced = Some(std::fs::File::create(path)?);
+        self.file = Some((path.to_path_buf(), ncpus, end));
+        self.place_at = 4 << 20;
+        Ok(())
     }
 
-    /// Whether the lines go to a sink.
+    /// Whether the lines go to a file.
     pub fn streaming(&self) -> bool {
-        self.sink.is_some()
+        self.file.is_some()
     }
 
-    /// A line was formatted at the end of `buf`: count it, read it into
-    /// the statistics, and pass it to the sink if there is one.
-    #[inline]
-    pub fn line_done(&mut self) {
-        self.lines += 1;
-        let line = &self.buf[self.line_start..];
-        self.bytes += line.len() as u64;
-        if let Some(r) = parse_line(line.strip_suffix('\n').unwrap_or(line)) {
-            self.stats.add(&r);
+    /// Print one line in ftrace's format ([`format_line`]'s, with the
+    /// latency `flags`), count it into the statistics and pass it to the
+    /// sink if there is one.
+    #[allow(clippy::too_many_arguments)]
+    pub fn emit(
+        &mut self,
+        t: Ns,
+        comm: &str,
+        pid: u32,
+        cpu: usize,
+        flags: &str,
+        event: &str,
+        args: std::fmt::Arguments,
+    ) {
+        let start = self.buf.len();
+        push_prefix(&mut self.buf, t, comm, pid, cpu, flags, event);
+        let body_start = self.buf.len();
+        match args.as_str() {
+            Some(s) => self.buf.push_str(s),
+            None => {
+                let _ = self.buf.write_fmt(args);
+            }
         }
+        let body_end = self.buf.len();
+        self.buf.push('\n');
+        self.lines += 1;
+        self.bytes += (self.buf.len() - start) as u64;
+        // The statistics read the line as `parse_line` does. Its prefix is
+        // known (the time to the µs it prints, the event), unless a comm
+        // holding " [" or a line starting '#' would make it read otherwise.
+        if comm.contains(" [") || cpu > u32::MAX as usize || self.buf[start..].starts_with('#') {
+            if let Some(r) = parse_line(&self.buf[start..body_end]) {
+                self.stats.add(&r);
+            }
+        } else {
+            let ts = t / NSEC_PER_USEC * NSEC_PER_USEC;
+            self.stats
+                .add_body(ts, event, &self.buf[body_start..body_end]);
+        }
+        self.pass_on(t);
+    }
+
+    /// Print one line whose body is `bdi NAME: ` (with a bdi) and then
+    /// integer fields, `k=v` separated by spaces, as `emit` with
+    /// `format_args!` prints them, byte for byte: each value as its own type
+    /// prints it (hence i128, which holds every u64 and i64). The statistics
+    /// take the values as they are, with no text read back.
+    #[allow(clippy::too_many_arguments)]
+    pub fn emit_fields(
+        &mut self,
+        t: Ns,
+        comm: &str,
+        pid: u32,
+        cpu: usize,
+        flags: &str,
+        event: &str,
+        bdi: Option<&str>,
+        fields: &[(&'static str, i128)],
+    ) {
+        let start = self.buf.len();
+        push_prefix(&mut self.buf, t, comm, pid, cpu, flags, event);
+        if let Some(b) = bdi {
+            self.buf.push_str("bdi ");
+            self.buf.push_str(b);
+            self.buf.push_str(": ");
+        }
+        for (i, (k, v)) in fields.iter().enumerate() {
+            debug_assert!(!k.is_empty() && !k.contains(|c: char| c == '=' || c.is_whitespace()));
+            if i > 0 {
+                self.buf.push(' ');
+            }
+            self.buf.push_str(k);
+            self.buf.push('=');
+            if *v < 0 {
+                self.buf.push('-');
+            }
+            match u64::try_from(v.unsigned_abs()) {
+                Ok(m) => push_num(&mut self.buf, m, 0, Some(' ')),
+                Err(_) => {
+                    let _ = write!(self.buf, "{}", v.unsigned_abs());
+                }
+            }
+        }
+        let body_end = self.buf.len();
+        self.buf.push('\n');
+        self.lines += 1;
+        self.bytes += (self.buf.len() - start) as u64;
+        // as `emit`: `parse_line` would read this line as printed unless
+        // its comm, CPU or first character, a bdi holding ": ", or a wbt
+        // event's bare bdi made it read otherwise; then it reads the text
+        let plain = !(comm.contains(" [")
+            || cpu > u32::MAX as usize
+            || self.buf[start..].starts_with('#')
+            || bdi.map_or(event.starts_with("wbt_"), |b| b.contains(": ")));
+        let ts = t / NSEC_PER_USEC * NSEC_PER_USEC;
+        if !plain {
+            if let Some(r) = parse_line(&self.buf[start..body_end]) {
+                self.stats.add(&r);
+            }
+        } else {
+            // a value past i64 is a string field to the parser: not counted
+            let vals = fields.iter().filter_map(|(k, v)| {
+                let k = match *k {
+                    "bdi_setpoint" => "wb_setpoint",
+                    "bdi_dirty" => "wb_dirty",
+                    k => k,
+                };
+                i64::try_from(*v).ok().map(|v| (k, v))
+            });
+            self.stats.add_fields(ts, bdi, event, vals);
+        }
+        self.pass_on(t);
+    }
+
+    /// The line at the end of `buf` (printed at `t`) is done: to the sink
+    /// if there is one, or kept until the lines are placed.
+    #[inline]
+    fn pass_on(&mut self, t: Ns) {
         if let Some(w) = &mut self.sink {
             if self.sink_error.is_none() {
                 use std::io::Write as _;
-                if let Err(e) = w.write_all(line.as_bytes()) {
+                if let Err(e) = w.write_all(self.buf.as_bytes()) {
                     self.sink_error = Some(e);
                 }
             }
             self.buf.clear();
+        } else if self.unplaced.is_some() && self.buf.len() >= self.place_at {
+            self.place(t);
         }
-        self.line_start = self.buf.len();
     }
 
-    /// Flush the sink and close it: the trace's lines are all written.
-    pub fn finish_sink(&mut self) -> std::io::Result<()> {
-        if let Some(mut w) = self.sink.take() {
-            use std::io::Write as _;
-            if let Some(e) = self.sink_error.take() {
-                return Err(e);
-            }
-            w.flush()?;
+    /// Place the lines in the file: after a header for the lines so far
+    /// extrapolated from `t` to the run's end.
+    #[cold]
+    fn place(&mut self, t: Ns) {
+        use std::io::{Seek as _, Write as _};
+        let (Some(mut f), Some((_, ncpus, end))) = (self.unplaced.take(), &self.file) else {
+            return;
+        };
+        let guess = (self.lines as u128 * (*end).max(t) as u128 / t.max(1) as u128)
+            .min(u64::MAX as u128) as u64;
+        self.body_at = header_for(guess, *ncpus).len() as u64;
+        let r = f
+            .seek(std::io::SeekFrom::Start(self.body_at))
+            .and_then(|_| {
+                let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
+                w.write_all(self.buf.as_bytes())?;
+                Ok(w)
+            });
+        match r {
+            Ok(w) => self.sink = Some(w),
+            Err(e) => self.sink_error = Some(e),
         }
-        Ok(())
+        self.buf.clear();
     }
 
-    /// The `trace` file's header (the nop tracer's), for `lines` lines.
+    /// Finish `trace.txt`: its header, then the lines (copied into place if
+    /// the header is not the length their place was chosen for).
+    pub fn finish_file(&mut self) -> std::io::Result<()> {
+        use std::io::{Seek as _, Write as _};
+        let Some((path, ncpus, _)) = self.file.take() else {
+            return Ok(());
+        };
+        let header = header_for(self.lines, ncpus);
+        if let Some(mut f) = self.unplaced.take() {
+            f.write_all(header.as_bytes())?;
+            f.write_all(self.buf.as_bytes())?;
+            self.buf.clear();
+            return f.flush();
+        }
+        if let Some(e) = self.sink_error.take() {
+            return Err(e);
+        }
+        let Some(w) = self.sink.take() else {
+            return Ok(());
+        };
+        let mut f = w.into_inner().map_err(|e| e.into_error())?;
+        if header.len() as u64 == self.body_at {
+            f.seek(std::io::SeekFrom::Start(0))?;
+            f.write_all(header.as_bytes())?;
+            return f.flush();
+        }
+        // the count has another number of digits than guessed: the lines
+        // go after the header in a new file
+        drop(f);
+        let lines = path.with_file_name(".trace.txt.lines");
+        std::fs::rename(&path, &lines)?;
+        let mut out = std::fs::File::create(&path)?;
+        out.write_all(header.as_bytes())?;
+        let mut b = std::fs::File::open(&lines)?;
+        b.seek(std::io::SeekFrom::Start(self.body_at))?;
+        std::io::copy(&mut b, &mut out)?;
+        out.flush()?;
+        drop(b);
+        std::fs::remove_file(&lines)
+    }
+
+    /// The `trace` file's header (the nop tracer's), for its lines.
     pub fn header(&self, ncpus: u32) -> String {
-        let mut s = String::with_capacity(1024);
-        let _ = writeln!(s, "# tracer: nop\n#");
-        let _ = writeln!(
-            s,
-            "# entries-in-buffer/entries-written: {}/{}   #P:{}",
-            self.lines, self.lines, ncpus
-        );
-        s.push_str(
-            "#\n\
-#                                _-----=> irqs-off/BH-disabled\n\
-#                               / _----=> need-resched\n\
-#                              | / _---=> hardirq/softirq\n\
-#                              || / _--=> preempt-depth\n\
-#                              ||| / _-=> migrate-disable\n\
-#                              |||| /     delay\n\
-#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n\
-#              | |         |   |||||     |         |\n",
-        );
-        s
+        header_for(self.lines, ncpus)
     }
 
     /// The `trace` file: the nop tracer's header, then the lines (those
@@ -196,6 +367,104 @@ impl Tracer {
         s.push_str(&self.buf);
         s
     }
+}
+
+/// The `trace` file's header (the nop tracer's), for `lines` lines.
+pub fn header_for(lines: u64, ncpus: u32) -> String {
+    let mut s = String::with_capacity(1024);
+    let _ = writeln!(s, "# tracer: nop\n#");
+    let _ = writeln!(
+        s,
+        "# entries-in-buffer/entries-written: {lines}/{lines}   #P:{ncpus}"
+    );
+    s.push_str(
+        "#\n\
+#                                _-----=> irqs-off/BH-disabled\n\
+#                               / _----=> need-resched\n\
+#                              | / _---=> hardirq/softirq\n\
+#                              || / _--=> preempt-depth\n\
+#                              ||| / _-=> migrate-disable\n\
+#                              |||| /     delay\n\
+#           TASK-PID     CPU#  |||||  TIMESTAMP  FUNCTION\n\
+#              | |         |   |||||     |         |\n",
+    );
+    s
+}
+
+/// "00" to "99": two digits at a time.
+const DIGIT_PAIRS: &str = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
+
+/// Append `n` in decimal, padded to `width` with `pad` on the left
+/// (`{n:>width$}`, `{n:0width$}`) or with spaces on the right (`pad` None:
+/// `{n:<width$}`).
+#[inline]
+fn push_num(buf: &mut String, n: u64, width: usize, pad: Option<char>) {
+    let len = n.checked_ilog10().unwrap_or(0) as usize + 1;
+    if let Some(c) = pad {
+        for _ in len..width {
+            buf.push(c);
+        }
+    }
+    // the pairs of digits from the least significant, then the first one
+    // or two digits and the pairs from the most significant
+    let mut pairs = [0u8; 10];
+    let mut k = 0;
+    let mut n = n;
+    while n >= 100 {
+        pairs[k] = (n % 100) as u8;
+        n /= 100;
+        k += 1;
+    }
+    if n >= 10 {
+        let p = n as usize * 2;
+        buf.push_str(&DIGIT_PAIRS[p..p + 2]);
+    } else {
+        buf.push((b'0' + n as u8) as char);
+    }
+    for &d in pairs[..k].iter().rev() {
+        let p = d as usize * 2;
+        buf.push_str(&DIGIT_PAIRS[p..p + 2]);
+    }
+    if pad.is_none() {
+        for _ in len..width {
+            buf.push(' ');
+        }
+    }
+}
+
+/// Append a line's prefix, up to its body: `%16s-%-7d [%03d] FLAGS
+/// %5lu.%06lu: event: `.
+fn push_prefix(
+    buf: &mut String,
+    t: Ns,
+    comm: &str,
+    pid: u32,
+    cpu: usize,
+    flags: &str,
+    event: &str,
+) {
+    let w = if comm.is_ascii() {
+        comm.len()
+    } else {
+        comm.chars().count()
+    };
+    for _ in w..16 {
+        buf.push(' ');
+    }
+    buf.push_str(comm);
+    buf.push('-');
+    push_num(buf, pid as u64, 7, None);
+    buf.push_str(" [");
+    push_num(buf, cpu as u64, 3, Some('0'));
+    buf.push_str("] ");
+    buf.push_str(flags);
+    buf.push(' ');
+    push_num(buf, t / NSEC_PER_SEC, 5, Some(' '));
+    buf.push('.');
+    push_num(buf, (t % NSEC_PER_SEC) / NSEC_PER_USEC, 6, Some('0'));
+    buf.push_str(": ");
+    buf.push_str(event);
+    buf.push_str(": ");
 }
 
 /// Append one line in ftrace's format.
@@ -208,12 +477,7 @@ pub fn format_line(
     event: &str,
     args: std::fmt::Arguments,
 ) {
-    let secs = t / NSEC_PER_SEC;
-    let usecs = (t % NSEC_PER_SEC) / NSEC_PER_USEC;
-    let _ = write!(
-        buf,
-        "{comm:>16}-{pid:<7} [{cpu:03}] ..... {secs:>5}.{usecs:06}: {event}: "
-    );
+    push_prefix(buf, t, comm, pid, cpu, ".....", event);
     let _ = buf.write_fmt(args);
     buf.push('\n');
 }
@@ -222,35 +486,16 @@ impl Kernel {
     pub fn trace_line(&mut self, pid: Pid, event: &str, args: std::fmt::Arguments) {
         let t = &self.tasks[pid];
         let now = self.q.now();
-        format_line(
-            &mut self.tracer.buf,
-            now,
-            &t.comm,
-            t.pid,
-            t.cpu,
-            event,
-            args,
-        );
-        self.tracer.line_done();
+        self.tracer
+            .emit(now, &t.comm, t.pid, t.cpu, ".....", event, args);
     }
-}
 
-impl Kernel {
     /// A line from a timer callback in softirq context, where nothing else
     /// runs: the idle task (`<idle>-0`) on CPU 0, in softirq at preempt
     /// depth 1, as the host kernel prints it.
     pub fn trace_line_softirq(&mut self, event: &str, args: std::fmt::Arguments) {
         let now = self.q.now();
-        let secs = now / NSEC_PER_SEC;
-        let usecs = (now % NSEC_PER_SEC) / NSEC_PER_USEC;
-        let _ = write!(
-            self.tracer.buf,
-            "{:>16}-{:<7} [{:03}] ..s1. {secs:>5}.{usecs:06}: {event}: ",
-            "<idle>", 0, 0
-        );
-        let _ = self.tracer.buf.write_fmt(args);
-        self.tracer.buf.push('\n');
-        self.tracer.line_done();
+        self.tracer.emit(now, "<idle>", 0, 0, "..s1.", event, args);
     }
 }
 
@@ -355,24 +600,56 @@ pub fn parse_line(line: &str) -> Option<Record> {
         Some(i) => (&rest[..i], &rest[i + 2..]),
         None => (rest.trim_end_matches(':'), ""),
     };
-    let mut bdi = None;
-    let mut b = body;
-    if let Some(x) = b.strip_prefix("bdi ") {
-        if let Some(i) = x.find(": ") {
-            bdi = Some(x[..i].to_string());
-            b = &x[i + 2..];
-        }
-    } else if event.starts_with("wbt_") {
-        // wbt's lines start with the bare bdi name: "8:0: status=3, ..."
-        if let Some(i) = b.find(": ") {
-            bdi = Some(b[..i].to_string());
-            b = &b[i + 2..];
-        }
-    }
+    let (bdi, b) = split_bdi(event, body);
     let mut fields = Vec::new();
     let mut strs = Vec::new();
-    for tok in b.split_whitespace() {
-        if let Some((k, v)) = tok.split_once('=') {
+    for (k, v) in body_fields(b) {
+        match v {
+            Ok(n) => fields.push((k.to_string(), n)),
+            Err(v) => strs.push((k.to_string(), v.to_string())),
+        }
+    }
+    let bdi = bdi.map(str::to_string);
+    Some(Record {
+        comm,
+        pid,
+        cpu,
+        ts,
+        event: event.to_string(),
+        bdi,
+        fields,
+        strs,
+        body: body.to_string(),
+    })
+}
+
+/// An event's body without its bdi, and the bdi: a `bdi X:Y: ` prefix, or
+/// for wbt's events the bare name (`8:0: status=3, ...`).
+pub fn split_bdi<'a>(event: &str, body: &'a str) -> (Option<&'a str>, &'a str) {
+    if let Some(x) = body.strip_prefix("bdi ") {
+        if let Some(i) = x.find(": ") {
+            return (Some(&x[..i]), &x[i + 2..]);
+        }
+    } else if event.starts_with("wbt_") {
+        if let Some(i) = body.find(": ") {
+            return (Some(&body[..i]), &body[i + 2..]);
+        }
+    }
+    (None, body)
+}
+
+/// The `key=value` fields of a body (without its bdi), in order: a number
+/// (Ok) or a string such as `reason=background` (Err). A body of one bare
+/// number (`writeback_pages_written: 12`) is the field `value`.
+pub fn body_fields(b: &str) -> impl Iterator<Item = (&str, Result<i64, &str>)> + Clone {
+    let bare = if b.contains('=') {
+        None
+    } else {
+        b.trim().parse::<i64>().ok().map(|n| ("value", Ok(n)))
+    };
+    b.split_whitespace()
+        .filter_map(|tok| {
+            let (k, v) = tok.split_once('=')?;
             // wbt separates fields with ", " and gives window in µs
             let v = v.trim_end_matches(',');
             let v = v
@@ -386,28 +663,9 @@ pub fn parse_line(line: &str) -> Option<Record> {
                 "bdi_dirty" => "wb_dirty",
                 k => k,
             };
-            match v.parse::<i64>() {
-                Ok(n) => fields.push((k.to_string(), n)),
-                Err(_) => strs.push((k.to_string(), v.to_string())),
-            }
-        }
-    }
-    if fields.is_empty() && !b.contains('=') {
-        if let Ok(n) = b.trim().parse::<i64>() {
-            fields.push(("value".into(), n));
-        }
-    }
-    Some(Record {
-        comm,
-        pid,
-        cpu,
-        ts,
-        event: event.to_string(),
-        bdi,
-        fields,
-        strs,
-        body: body.to_string(),
-    })
+            Some((k, v.parse::<i64>().map_err(|_| v)))
+        })
+        .chain(bare)
 }
 
 /// Parse a whole trace file.
@@ -513,6 +771,116 @@ mod tests {
         assert_eq!(parse_line(edge).unwrap().ts, 18_446_744_073_709_551_000);
         let over = "  dd-1 [000] ..... 18446744074.000000: writeback_pages_written: 1";
         assert!(parse_line(over).is_none());
+    }
+
+    /// `emit_fields` prints what `emit` prints from the same values, and
+    /// counts them as the parser reads that text, in the odd cases too: a
+    /// value past i64, a negative one, a comm holding " [", a bdi holding
+    /// ": ", a wide CPU, the old field names.
+    #[test]
+    fn emit_fields_prints_and_counts_as_emit_does() {
+        let cases: [(&str, u32, usize, Option<&str>, &str); 5] = [
+            ("dd", 4242, 1, Some("7:0"), "balance_dirty_pages"),
+            ("a [b", 7, 0, Some("8:16"), "balance_dirty_pages"),
+            ("<idle>", 0, 12345, None, "global_dirty_state"),
+            ("#############hash", 1, 3, Some("x: y"), "wbt_step"),
+            ("kworker/u4:1-ab", 99, 2, None, "wbt_timer"),
+        ];
+        for (comm, pid, cpu, bdi, event) in cases {
+            let fields: [(&'static str, i128); 6] = [
+                ("limit", 51200),
+                ("pause", -40),
+                ("big", u64::MAX as i128),
+                ("bdi_setpoint", 12),
+                ("min", i64::MIN as i128),
+                ("zero", 0),
+            ];
+            let mut a = Tracer::new(&[]);
+            a.stats = crate::metrics::TraceStats::new((0, u64::MAX), None);
+            let mut b = Tracer::new(&[]);
+            b.stats = crate::metrics::TraceStats::new((0, u64::MAX), None);
+            for t in [0, 999, 1_234_567_890_123, u64::MAX] {
+                let body: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let body = body.join(" ");
+                match bdi {
+                    Some(d) => a.emit(
+                        t,
+                        comm,
+                        pid,
+                        cpu,
+                        ".....",
+                        event,
+                        format_args!("bdi {d}: {body}"),
+                    ),
+                    None => a.emit(t, comm, pid, cpu, ".....", event, format_args!("{body}")),
+                }
+                b.emit_fields(t, comm, pid, cpu, ".....", event, bdi, &fields);
+            }
+            assert_eq!(a.buf, b.buf);
+            assert_eq!((a.lines, a.bytes), (b.lines, b.bytes));
+            let fa = a.stats.finish(&[], |n| n as f64);
+            let fb = b.stats.finish(&[], |n| n as f64);
+            assert_eq!(
+                format!("{:?}", fa.trace),
+                format!("{:?}", fb.trace),
+                "{comm}"
+            );
+            // and as the parser reads the text
+            let mut c = crate::metrics::TraceStats::new((0, u64::MAX), None);
+            for r in parse(&a.buf) {
+                c.add(&r);
+            }
+            let fc = c.finish(&[], |n| n as f64);
+            assert_eq!(
+                format!("{:?}", fa.trace),
+                format!("{:?}", fc.trace),
+                "{comm}"
+            );
+        }
+        let mut s = String::new();
+        for (n, w, p) in [
+            (0, 0, None),
+            (7, 7, None),
+            (5, 3, Some('0')),
+            (123456789012, 5, Some(' ')),
+            (u64::MAX, 0, Some(' ')),
+            (10, 6, Some('0')),
+        ] {
+            push_num(&mut s, n, w, p);
+            s.push('|');
+        }
+        assert_eq!(s, "0|7      |005|123456789012|18446744073709551615|000010|");
+    }
+
+    /// `trace.txt` streamed is the trace kept in memory, byte for byte,
+    /// whether the lines' count was guessed right when they were placed
+    /// (the header written in front of them), guessed wrong (the lines
+    /// copied after it), or the lines were never placed (a short trace).
+    #[test]
+    fn a_streamed_trace_is_the_trace_in_memory() {
+        let dir = std::env::temp_dir().join(format!("wbsim-stream-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("trace.txt");
+        // (lines, the run's end as a multiple of the last line's time)
+        for (n, end_x) in [(2000u64, 1u64), (2000, 1000), (3, 1), (950, 1)] {
+            let mut a = Tracer::new(&[]);
+            let mut b = Tracer::new(&[]);
+            let last = n * 1_000_000;
+            b.stream_into(&path, 4, last * end_x).unwrap();
+            b.place_at = 20_000;
+            assert!(b.streaming());
+            for i in 1..=n {
+                let t = i * 1_000_000;
+                let f = [("dirty", i as i128), ("pause", -(i as i128))];
+                a.emit_fields(t, "dd", 7, 1, ".....", "global_dirty_state", None, &f);
+                b.emit_fields(t, "dd", 7, 1, ".....", "global_dirty_state", None, &f);
+            }
+            b.finish_file().unwrap();
+            let got = std::fs::read_to_string(&path).unwrap();
+            assert_eq!(got, a.render(4), "{n} lines, end x{end_x}");
+            assert!(!dir.join(".trace.txt.lines").exists());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
