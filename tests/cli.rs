@@ -504,17 +504,14 @@ fn sigint_saves_the_run_so_far() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // the trace's lines are written into trace.txt as the run goes (after
-    // the first 4 MiB, held until the header's length is guessed): once
-    // some are, the run is well under way
-    let body = d.join(".trace.txt.lines");
+    // the trace's lines are written into .trace.txt.partial as the run
+    // goes (after the first 4 MiB, held until the header's length is
+    // guessed), renamed trace.txt at the end: once some are, the run is
+    // well under way
+    let body = d.join(".trace.txt.partial");
     let t0 = std::time::Instant::now();
     let mut child = child;
-    while std::fs::metadata(d.join("trace.txt"))
-        .map(|m| m.len())
-        .unwrap_or(0)
-        < 5 << 20
-    {
+    while std::fs::metadata(&body).map(|m| m.len()).unwrap_or(0) < 5 << 20 {
         if t0.elapsed().as_secs() >= 120 {
             let _ = child.kill();
             panic!("the run wrote no trace");

@@ -124,7 +124,7 @@ fn seed_004s_command_line_runs_with_its_logs() {
         "{}",
         &trace[..300]
     );
-    assert!(!dir.join(".trace.txt.lines").exists());
+    assert!(!dir.join(".trace.txt.partial").exists());
     let log = std::fs::read_to_string(dir.join("mix_lat.1.log")).unwrap();
     let first = log.lines().next().expect("a log line");
     let cols: Vec<&str> = first.split(", ").collect();

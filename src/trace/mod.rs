@@ -141,13 +141,16 @@ impl Tracer {
     /// count is extrapolated to the run's end and the lines are written
     /// after a header of that count's length. If the count then has another
     /// number of digits, [`Tracer::finish_file`] copies them into place.
+    /// Until the header is written the file is `.trace.txt.partial` beside
+    /// `path` (renamed at the end, no copy): a run killed before its end
+    /// leaves no `trace.txt` whose header is missing.
     pub fn stream_into(
         &mut self,
         path: &std::path::Path,
         ncpus: u32,
         end: Ns,
     ) -> std::io::Result<()> {
-        self.unplaced = Some(std::fs::File::create(path)?);
+        self.unplaced = Some(std::fs::File::create(partial_of(path))?);
         self.file = Some((path.to_path_buf(), ncpus, end));
         self.place_at = 4 << 20;
         Ok(())
@@ -322,11 +325,13 @@ impl Tracer {
             return Ok(());
         };
         let header = header_for(self.lines, ncpus);
+        let partial = partial_of(&path);
         if let Some(mut f) = self.unplaced.take() {
             f.write_all(header.as_bytes())?;
             f.write_all(self.buf.as_bytes())?;
             self.buf.clear();
-            return f.flush();
+            f.flush()?;
+            return std::fs::rename(&partial, &path);
         }
         if let Some(e) = self.sink_error.take() {
             return Err(e);
@@ -338,13 +343,13 @@ impl Tracer {
         if header.len() as u64 == self.body_at {
             f.seek(std::io::SeekFrom::Start(0))?;
             f.write_all(header.as_bytes())?;
-            return f.flush();
+            f.flush()?;
+            return std::fs::rename(&partial, &path);
         }
         // the count has another number of digits than guessed: the lines
         // go after the header in a new file
         drop(f);
-        let lines = path.with_file_name(".trace.txt.lines");
-        std::fs::rename(&path, &lines)?;
+        let lines = partial;
         let mut out = std::fs::File::create(&path)?;
         out.write_all(header.as_bytes())?;
         let mut b = std::fs::File::open(&lines)?;
@@ -367,6 +372,11 @@ impl Tracer {
         s.push_str(&self.buf);
         s
     }
+}
+
+/// Where a streamed `trace.txt` is written until its header is in place.
+fn partial_of(path: &std::path::Path) -> std::path::PathBuf {
+    path.with_file_name(".trace.txt.partial")
 }
 
 /// The `trace` file's header (the nop tracer's), for `lines` lines.
@@ -878,7 +888,7 @@ mod tests {
             b.finish_file().unwrap();
             let got = std::fs::read_to_string(&path).unwrap();
             assert_eq!(got, a.render(4), "{n} lines, end x{end_x}");
-            assert!(!dir.join(".trace.txt.lines").exists());
+            assert!(!dir.join(".trace.txt.partial").exists());
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
