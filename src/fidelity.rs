@@ -228,6 +228,50 @@ pub fn cpu_scale(kernel: &[Summary], sc: &Scenario) -> Option<(f64, f64)> {
     k.is_finite().then_some((k, kcpu))
 }
 
+/// The p50 of `global_dirty_state`'s `thresh` in a summary: the global
+/// dirty threshold in pages over the window.
+pub fn thresh_p50(s: &Summary) -> Option<f64> {
+    s.trace
+        .get("global_dirty_state")?
+        .fields
+        .get("thresh")
+        .map(|p| p.p50)
+}
+
+/// For a scenario whose dirty threshold is a ratio (`vm.dirty_bytes`
+/// unset): the memory that is neither free nor page cache (`machine.anon`)
+/// that gives the model the dirtyable memory the kernel runs had. A ratio
+/// threshold is `vm.dirty_ratio` percent of `global_dirtyable_memory()`
+/// (free pages less `totalreserve_pages`, plus the file LRU pages), and on
+/// a machine shared with other work that is whatever the others left: on
+/// the host rig, three runs of `vm.dirty_ratio = 1` within minutes had a
+/// threshold of 49.7–50.7k pages, i.e. 19 GiB dirtyable of 23.5 GiB
+/// managed, where an idle machine has 22 GiB. The kernel's threshold is in
+/// its trace (`global_dirty_state`'s `thresh`, median of the runs' window
+/// p50), so the model's anonymous memory is moved by the difference in
+/// dirtyable pages (`thresh` × 100 / ratio), twice, as the page cache the
+/// run grows (and a tmpfs image) moves with it. Returns (anon bytes, the
+/// kernel's thresh), or None for a byte threshold or without a trace.
+pub fn memory_scale(kernel: &[Summary], sc: &Scenario) -> Option<(u64, f64)> {
+    if sc.vm.dirty_bytes != 0 || sc.vm.dirty_ratio == 0 {
+        return None;
+    }
+    let mut ks: Vec<f64> = kernel.iter().filter_map(thresh_p50).collect();
+    if ks.is_empty() {
+        return None;
+    }
+    let kthresh = median(&mut ks);
+    let page = sc.machine.page_size as f64;
+    let mut s = sc.clone();
+    for _ in 0..2 {
+        let t = thresh_p50(&simulate(&s, true, |_, _| {}).summary)?;
+        let pages = (t - kthresh) * 100.0 / sc.vm.dirty_ratio as f64;
+        let anon = (s.machine.anon as f64 + pages * page).max(0.0);
+        s.machine.anon = (anon / page).round() as u64 * sc.machine.page_size;
+    }
+    Some((s.machine.anon, kthresh))
+}
+
 /// `VM_COMPLETIONS_PERIOD_LEN`: the writeback domain's completion counts
 /// (the flexible proportions behind each wb's share of the dirty
 /// threshold) halve every 3 s while any remain.
@@ -790,5 +834,39 @@ mod tests {
             t.trace.keys().cloned().collect::<Vec<_>>(),
             vec!["balance_dirty_pages", "global_dirty_state"]
         );
+    }
+
+    /// A ratio threshold follows the kernel runs' dirtyable memory: with
+    /// the kernel's thresh 10% under the model's, the model gets that much
+    /// less dirtyable memory (more anon) and then traces the kernel's
+    /// thresh; a byte threshold is left alone.
+    #[test]
+    fn memory_calibration_matches_the_kernels_threshold() {
+        let text =
+            "[machine]\nmemory = \"4G\"\n[vm]\ndirty_ratio = 2\ndirty_background_ratio = 1\n\
+             [devices.d]\ntype = \"throttled\"\nwrite_bps = \"50MiB/s\"\n\
+             [filesystems.f]\ndevice = \"d\"\n[jobs.dd]\nbs = \"1M\"\n\
+             [run]\nduration = \"6s\"\n";
+        let sc = Scenario::load_str(text, "t.toml", "t", &[]).unwrap();
+        let t0 = thresh_p50(&simulate(&sc, true, |_, _| {}).summary).unwrap();
+        let mut k = summary_with(50.0);
+        k.trace.insert(
+            "global_dirty_state".into(),
+            serde_json::from_str(&format!(
+                r#"{{"count":1,"per_s":1.0,"fields":{{"thresh":{{"p10":0,"p50":{},"p90":0}}}}}}"#,
+                t0 * 0.9
+            ))
+            .unwrap(),
+        );
+        let (anon, kt) = memory_scale(&[k], &sc).unwrap();
+        assert_eq!(kt, t0 * 0.9);
+        assert!(anon > sc.machine.anon, "{anon} vs {}", sc.machine.anon);
+        let mut s = sc.clone();
+        s.machine.anon = anon;
+        let t1 = thresh_p50(&simulate(&s, true, |_, _| {}).summary).unwrap();
+        assert!((t1 / kt - 1.0).abs() < 0.005, "{t1} vs {kt}");
+        let bytes =
+            Scenario::load_str(text, "t.toml", "t", &["vm.dirty_bytes=100M".into()]).unwrap();
+        assert!(memory_scale(&[summary_with(50.0)], &bytes).is_none());
     }
 }

@@ -1260,8 +1260,20 @@ fn score_case(
 ) -> crate::fidelity::CaseScore {
     let mut sim_sc = sc.clone();
     let mut notes = Vec::new();
+    if let Some((anon, kthresh)) = crate::fidelity::memory_scale(&kernel, sc) {
+        notes.push(format!(
+            "machine.anon {} MiB -> {} MiB: the kernel runs' dirty threshold was {kthresh:.0} pages \
+             (global_dirty_state thresh, median), {:.0} MiB dirtyable at vm.dirty_ratio = {}",
+            sc.machine.anon >> 20,
+            anon >> 20,
+            kthresh * 100.0 / sc.vm.dirty_ratio as f64 * sc.machine.page_size as f64 / 1048576.0,
+            sc.vm.dirty_ratio
+        ));
+        sim_sc.machine.anon = anon;
+    }
     if o.calibrate_cpu {
-        if let Some((k, kcpu)) = crate::fidelity::cpu_scale(&kernel, sc) {
+        let base = sim_sc.clone();
+        if let Some((k, kcpu)) = crate::fidelity::cpu_scale(&kernel, &base) {
             sim_sc.machine.cost = sc.machine.cost.scaled(k);
             notes.push(format!(
                 "machine.cost scaled x{k:.3} to this CPU: the kernel runs' writers used {kcpu:.3} CPU-s/s (median); \
