@@ -120,6 +120,11 @@ enum Cmd {
         /// it to the CPU speed the kernel runs measured
         #[arg(long)]
         no_cpu_calibration: bool,
+        /// Simulate the scenario alone, without the other devices'
+        /// writeback the kernel runs shared their machine with (see
+        /// docs/live.md)
+        #[arg(long)]
+        no_other_writeback: bool,
         /// Before each kernel run, measure how much free memory the
         /// hypervisor still backs and what a page beyond it costs, and
         /// simulate that state (machine.host_backed_free and
@@ -360,6 +365,7 @@ pub fn main() -> i32 {
             out,
             kernel_runs,
             no_cpu_calibration,
+            no_other_writeback,
             probe_host,
             sim_runs,
             markdown,
@@ -374,6 +380,7 @@ pub fn main() -> i32 {
                 out,
                 kernel_runs,
                 calibrate_cpu: !no_cpu_calibration,
+                other_writeback: !no_other_writeback,
                 probe_host,
                 sim_runs,
                 markdown,
@@ -461,6 +468,7 @@ pub fn main() -> i32 {
                 stop: Some(stop_on_sigint()),
                 trace_limit: (!force).then_some(crate::output::TRACE_LIMIT),
                 allow_full_device: force,
+                outside: Vec::new(),
             };
             let r = match simulate_with_progress(&sc, &opts, quiet) {
                 Ok(r) => r,
@@ -904,6 +912,7 @@ struct FidelityOpts {
     out: Option<PathBuf>,
     kernel_runs: Option<PathBuf>,
     calibrate_cpu: bool,
+    other_writeback: bool,
     probe_host: bool,
     sim_runs: Option<u32>,
     markdown: Option<PathBuf>,
@@ -1012,7 +1021,7 @@ fn fidelity_cmd(files: &[String], o: &FidelityOpts) -> i32 {
         // every scenario's kernel runs first (a missing one is an error
         // before any simulation), then the scoring, one scenario a core
         let mut kept = Vec::new();
-        for sc in &scs {
+        for (sc, path) in scs.iter().zip(files) {
             match kept_kernel_runs(dir, sc) {
                 Ok(k) => {
                     let hosts = if o.probe_host {
@@ -1020,7 +1029,7 @@ fn fidelity_cmd(files: &[String], o: &FidelityOpts) -> i32 {
                     } else {
                         Vec::new()
                     };
-                    kept.push((sc, k, hosts));
+                    kept.push((sc, path, k, hosts));
                 }
                 Err(e) => {
                     eprintln!("wbsim: error: {e}");
@@ -1031,7 +1040,7 @@ fn fidelity_cmd(files: &[String], o: &FidelityOpts) -> i32 {
         use rayon::prelude::*;
         let cases: Vec<_> = kept
             .into_par_iter()
-            .map(|(sc, kernel, hosts)| score_case(sc, kernel, hosts, Vec::new(), o))
+            .map(|(sc, path, kernel, hosts)| score_case(sc, path, kernel, hosts, Vec::new(), o))
             .collect();
         if let Some(keep) = &o.keep_runs {
             for sc in &scs {
@@ -1043,7 +1052,7 @@ fn fidelity_cmd(files: &[String], o: &FidelityOpts) -> i32 {
         }
         cases
     } else {
-        match fidelity_live(&scs, o) {
+        match fidelity_live(&scs, files, o) {
             Ok(c) => c,
             Err(code) => return code,
         }
@@ -1171,6 +1180,7 @@ fn keep_kernel_runs(
 /// for the writeback domain to forget the last one) and score each.
 fn fidelity_live(
     scs: &[Scenario],
+    files: &[String],
     o: &FidelityOpts,
 ) -> Result<Vec<crate::fidelity::CaseScore>, i32> {
     // refuse up front, before touching the machine
@@ -1185,7 +1195,7 @@ fn fidelity_live(
     // pages the previous kernel run wrote, for the settling wait
     let mut last_pages: Option<u64> = None;
     let mut cases = Vec::new();
-    for sc in scs {
+    for (sc, path) in scs.iter().zip(files) {
         let mut kernel = Vec::new();
         let mut shares = Vec::new();
         let mut hosts = Vec::new();
@@ -1244,15 +1254,86 @@ fn fidelity_live(
             }
             kernel.push(r.summary)
         }
-        cases.push(score_case(sc, kernel, hosts, shares, o));
+        cases.push(score_case(sc, path, kernel, hosts, shares, o));
     }
     Ok(cases)
+}
+
+/// The scenario `sim_sc` (read from `path`) with the other devices'
+/// writeback the kernel runs shared their machine with, when their device
+/// held less than `fidelity::OTHER_SHARE_BELOW` of the dirty threshold
+/// (median of the runs): a writer on a device of its own
+/// (`fidelity::other_writeback_sets`) at the rate that gives the
+/// scenario's device the kernel's share, from `fidelity::other_rate` and
+/// two corrections. With a note; None when the share is high, the scenario
+/// has more than one filesystem, or its file cannot be read again.
+fn other_writeback(
+    sim_sc: &Scenario,
+    path: &str,
+    kernel: &[Summary],
+    o: &FidelityOpts,
+) -> Option<(Scenario, String)> {
+    use crate::fidelity::{median, other_rate, other_writeback_sets, wb_share, OTHER};
+    let mut shares: Vec<f64> = kernel.iter().filter_map(wb_share).collect();
+    if !o.other_writeback || shares.is_empty() || sim_sc.filesystems.len() != 1 {
+        return None;
+    }
+    let share = median(&mut shares);
+    if share >= crate::fidelity::OTHER_SHARE_BELOW {
+        return None;
+    }
+    let mut own: Vec<f64> = kernel
+        .iter()
+        .filter_map(|s| s.devices.first().map(|d| d.write_mib_s * 1048576.0))
+        .collect();
+    if own.is_empty() {
+        return None;
+    }
+    let own = median(&mut own);
+    let text = std::fs::read_to_string(path).ok()?;
+    let doc: toml_edit::DocumentMut = text.parse().ok()?;
+    let jobs: Vec<String> = doc
+        .get("jobs")
+        .and_then(|j| j.as_table_like())
+        .map(|t| t.iter().map(|(k, _)| k.to_string()).collect())
+        .unwrap_or_default();
+    let fs = sim_sc.filesystems[0].name.clone();
+    let dur = sim_sc.run.duration.div_ceil(1_000_000_000);
+    let build = |rate: f64| -> Option<Scenario> {
+        let mut sets = o.sets.clone();
+        sets.extend(other_writeback_sets(&jobs, &fs, rate as u64, dur));
+        let mut s = Scenario::load_file(path, &sets).ok()?;
+        s.machine.anon = sim_sc.machine.anon;
+        Some(s)
+    };
+    let want = (1.0 - share) / share;
+    let mut rate = other_rate(own, share);
+    let mut got = None;
+    for _ in 0..2 {
+        let s = build(rate)?;
+        let g = wb_share(&crate::fidelity::sim_summary(&s, &[OTHER.to_string()]))?;
+        got = Some(g);
+        rate *= want / ((1.0 - g) / g).max(1e-3);
+    }
+    let s = build(rate)?;
+    Some((
+        s,
+        format!(
+            "other devices' writeback: the kernel runs' device held {:.0}% of the dirty threshold \
+             (wb_setpoint / setpoint, median); simulated with a writer on a device of its own at \
+             {:.2} MiB/s, left out of the figures (the last estimate gave {:.0}%)",
+            share * 100.0,
+            rate / 1048576.0,
+            got.unwrap_or(0.0) * 100.0
+        ),
+    ))
 }
 
 /// Simulate `sc` (its costs scaled to the kernel runs' CPU, in their host
 /// state) over `o.sim_runs` seeds and score it against `kernel`.
 fn score_case(
     sc: &Scenario,
+    path: &str,
     kernel: Vec<Summary>,
     hosts: Vec<crate::live::host_probe::HostProbe>,
     shares: Vec<f64>,
@@ -1260,7 +1341,7 @@ fn score_case(
 ) -> crate::fidelity::CaseScore {
     let mut sim_sc = sc.clone();
     let mut notes = Vec::new();
-    if let Some((anon, kthresh)) = crate::fidelity::memory_scale(&kernel, sc) {
+    if let Some((anon, kthresh)) = crate::fidelity::memory_scale(&kernel, sc, &[]) {
         notes.push(format!(
             "machine.anon {} MiB -> {} MiB: the kernel runs' dirty threshold was {kthresh:.0} pages \
              (global_dirty_state thresh, median), {:.0} MiB dirtyable at vm.dirty_ratio = {}",
@@ -1271,9 +1352,34 @@ fn score_case(
         ));
         sim_sc.machine.anon = anon;
     }
+    let mut outside = Vec::new();
+    // score the jobs the kernel runs measured: live mode samples a dd
+    // writer itself but fio's job processes only through fio's JSON, so a
+    // fio job is no job of the kernel's summary (its pages still count in
+    // the device's and the throttle's figures, as they do in wbsim's)
+    let measured: Vec<&str> = kernel
+        .iter()
+        .flat_map(|k| k.jobs.iter().map(|j| j.name.as_str()))
+        .collect();
+    if !kernel.is_empty() {
+        for j in &sc.jobs {
+            if !measured.contains(&j.name.as_str()) && !outside.contains(&j.name) {
+                notes.push(format!(
+                    "job {}: not in the kernel runs' figures (live mode measures fio's job processes only through fio's JSON), left out of wbsim's",
+                    j.name
+                ));
+                outside.push(j.name.clone());
+            }
+        }
+    }
+    if let Some((s, note)) = other_writeback(&sim_sc, path, &kernel, o) {
+        sim_sc = s;
+        notes.push(note);
+        outside.push(crate::fidelity::OTHER.to_string());
+    }
     if o.calibrate_cpu {
         let base = sim_sc.clone();
-        if let Some((k, kcpu)) = crate::fidelity::cpu_scale(&kernel, &base) {
+        if let Some((k, kcpu)) = crate::fidelity::cpu_scale(&kernel, &base, &outside) {
             sim_sc.machine.cost = sc.machine.cost.scaled(k);
             notes.push(format!(
                 "machine.cost scaled x{k:.3} to this CPU: the kernel runs' writers used {kcpu:.3} CPU-s/s (median); \
@@ -1293,7 +1399,14 @@ fn score_case(
     for i in 0..n {
         let mut s = sim_sc.clone();
         s.run.seed = sc.run.seed.wrapping_add(i as u64);
-        let sim = simulate(&s, true, |_, _| {});
+        let opts = crate::output::SimOpts {
+            trace: true,
+            outside: outside.clone(),
+            ..Default::default()
+        };
+        let Ok(sim) = crate::output::simulate_with(&s, &opts, |_, _| {}) else {
+            continue;
+        };
         if let Some(o) = &o.out {
             let _ = write_outputs(&o.join(&sc.name).join(format!("wbsim-{}", i + 1)), &sim);
         }
