@@ -100,7 +100,7 @@ fn corpus_keeps_its_figures_and_docs_are_generated() {
         scs.iter()
             .filter(|s| s.starts_with("examples/fidelity/"))
             .count()
-            >= 17,
+            >= 20,
         "the calibration set has at least 20 scenarios"
     );
     let bless = std::env::var_os("WBSIM_BLESS").is_some();
