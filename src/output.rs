@@ -57,6 +57,13 @@ pub struct SimOpts {
     pub trace_limit: Option<u64>,
     /// Run on when a filesystem fills its device (`--force`).
     pub allow_full_device: bool,
+    /// Devices and jobs (by name) that stand for the machine's other work:
+    /// they run, but the summary leaves them out as live mode leaves out
+    /// what is not the scenario's (their bdis' trace lines count as
+    /// `other_bdi_lines`, their tasks are no job's, their device is not
+    /// listed). `wbsim fidelity` adds such a writer for the other devices'
+    /// writeback the kernel runs shared their machine with.
+    pub outside: Vec<String>,
 }
 
 /// The trace a run may write before it stops, unless forced (`--force`):
@@ -166,7 +173,18 @@ pub fn simulate_with(
         k.tracer.render(sc.machine.cpus)
     };
     let stats = std::mem::take(&mut k.tracer.stats);
-    let obs = k.observations(stats);
+    let mut obs = k.observations(stats);
+    if !opts.outside.is_empty() {
+        let out = |n: &String| opts.outside.contains(n);
+        obs.bdis = k
+            .bdis
+            .iter()
+            .filter(|b| !out(&k.devs[b.dev].name))
+            .map(|b| b.name.clone())
+            .collect();
+        obs.tasks.retain(|t| !t.job.as_ref().is_some_and(out));
+        obs.devices.retain(|d| !out(&d.name));
+    }
     let mut summary = Summary::compute(&obs);
     summary.simoop = k.simoop_summary();
     let (thresh, bg) =

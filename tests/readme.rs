@@ -58,14 +58,21 @@ fn tempdir(tag: &str) -> PathBuf {
     d
 }
 
-/// A directory with `./x` (the repository's) and the repository's
-/// examples, and `bin/wbsim` (what `./x install` links) for the docs'
+/// A directory with `./x` (the repository's), the repository's examples
+/// and kept kernel runs, and `bin/wbsim` (what `./x install` links) for the docs'
 /// `wbsim ...` lines.
 fn user_dir(tag: &str) -> PathBuf {
     let d = tempdir(tag);
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     std::os::unix::fs::symlink(repo.join("x"), d.join("x")).unwrap();
     std::os::unix::fs::symlink(repo.join("examples"), d.join("examples")).unwrap();
+    // the kept kernel runs the fidelity lines score against
+    std::fs::create_dir_all(d.join("tests/data")).unwrap();
+    std::os::unix::fs::symlink(
+        repo.join("tests/data/kernel-runs"),
+        d.join("tests/data/kernel-runs"),
+    )
+    .unwrap();
     std::fs::create_dir_all(d.join("bin")).unwrap();
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_wbsim"), d.join("bin/wbsim")).unwrap();
     d
