@@ -17,6 +17,11 @@ fn field<'a>(line: &'a str, key: &str) -> &'a str {
     line[at..].split_whitespace().next().unwrap()
 }
 
+/// A run's summary of cgroup `name`.
+fn cgroup<'a>(r: &'a wbsim::output::RunResult, name: &str) -> &'a wbsim::metrics::CgroupSummary {
+    r.summary.cgroups.iter().find(|c| c.name == name).unwrap()
+}
+
 fn secs(line: &str) -> f64 {
     let head = line.split(": ").next().unwrap();
     head.split_whitespace().last().unwrap().parse().unwrap()
@@ -152,14 +157,7 @@ fn a_run_without_cgroups_has_no_cgroup_outputs() {
 #[test]
 fn io_cost_shares_the_disk_by_io_weight_at_its_vrate() {
     let sets = ["run.duration=25s", "run.warmup=10s"];
-    let mibs = |r: &wbsim::output::RunResult, n: &str| {
-        r.summary
-            .cgroups
-            .iter()
-            .find(|c| c.name == n)
-            .unwrap()
-            .write_mib_s
-    };
+    let mibs = |r: &wbsim::output::RunResult, n: &str| cgroup(r, n).write_mib_s;
     let r = run("iocost-weights.toml", &sets, false);
     let (a, b) = (mibs(&r, "a"), mibs(&r, "b"));
     // weights 100:300
@@ -215,14 +213,7 @@ fn io_cost_refuses_what_it_does_not_model() {
 #[test]
 fn bfq_shares_the_disk_between_sequential_readers_by_weight() {
     let sets = ["run.duration=12s", "run.warmup=2s"];
-    let mibs = |r: &wbsim::output::RunResult, n: &str| {
-        r.summary
-            .cgroups
-            .iter()
-            .find(|c| c.name == n)
-            .unwrap()
-            .read_mib_s
-    };
+    let mibs = |r: &wbsim::output::RunResult, n: &str| cgroup(r, n).read_mib_s;
     let r = run("bfq-readers.toml", &sets, false);
     let (a, b) = (mibs(&r, "a"), mibs(&r, "b"));
     // weights 100:200

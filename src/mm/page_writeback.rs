@@ -794,22 +794,7 @@ impl Kernel {
             ),
             ("cgroup_ino", self.wb_cgroup_ino(wb).into()),
         ];
-        let now = self.q.now();
-        // the tracer apart from the kernel it reads (the task, the bdi)
-        let mut tr = std::mem::take(&mut self.tracer);
-        let t = &self.tasks[pid];
-        let bdi = self.wb_name(wb);
-        tr.emit_fields(
-            now,
-            &t.comm,
-            t.pid,
-            t.cpu,
-            ".....",
-            "bdi_dirty_ratelimit",
-            Some(bdi),
-            &fields,
-        );
-        self.tracer = tr;
+        self.emit_wb_fields(pid, wb, "bdi_dirty_ratelimit", &fields);
     }
 
     /// `wb_update_dirty_ratelimit` for one domain (global, then the
@@ -1375,7 +1360,20 @@ impl Kernel {
             ("think", think.into()),
             ("cgroup_ino", self.wb_cgroup_ino(wb).into()),
         ];
+        self.emit_wb_fields(pid, wb, "balance_dirty_pages", &fields);
+    }
+
+    /// Print a writeback event with integer `fields` in task `pid`'s
+    /// context, for `wb`'s bdi (`Tracer::emit_fields`).
+    fn emit_wb_fields(
+        &mut self,
+        pid: Pid,
+        wb: usize,
+        event: &str,
+        fields: &[(&'static str, i128)],
+    ) {
         let now = self.q.now();
+        // the tracer apart from the kernel it reads (the task, the bdi)
         let mut tr = std::mem::take(&mut self.tracer);
         let t = &self.tasks[pid];
         let bdi = self.wb_name(wb);
@@ -1385,9 +1383,9 @@ impl Kernel {
             t.pid,
             t.cpu,
             ".....",
-            "balance_dirty_pages",
+            event,
             Some(bdi),
-            &fields,
+            fields,
         );
         self.tracer = tr;
     }
