@@ -159,9 +159,6 @@ pub struct Ioc {
     /// Index 0: the root (never throttled); then the scenario's cgroups.
     pub iocgs: Vec<Iocg>,
     period_timer: Option<Ns>,
-    /// Bios that waited, and the ns they waited in all.
-    pub waited: u64,
-    pub wait_ns: u64,
 }
 
 impl Ioc {
@@ -182,8 +179,6 @@ impl Ioc {
                 })
                 .collect(),
             period_timer: None,
-            waited: 0,
-            wait_ns: 0,
         }
     }
 
@@ -558,11 +553,6 @@ impl Kernel {
             need.map(|v| now + (v * 100).div_ceil(vrate))
         };
         for id in ready {
-            let b = self.bios[id].as_ref().expect("bio");
-            let waited = now - b.submit_time;
-            let ioc = self.ioc(dev);
-            ioc.waited += 1;
-            ioc.wait_ns += waited;
             self.blk_mq_submit_bio(None, id);
         }
         let g = &mut self.ioc(dev).iocgs[cg];
