@@ -513,6 +513,16 @@ fn misses_md(cases: &[CaseScore]) -> String {
     s
 }
 
+/// A markdown table's header row and rule: `first`, then `heads`.
+fn table_head<'a>(first: &str, heads: impl Iterator<Item = &'a str>) -> String {
+    let (mut head, mut rule) = (format!("| {first} |"), String::from("|---|"));
+    for h in heads {
+        head += &format!(" {h} |");
+        rule += "---|";
+    }
+    format!("{head}\n{rule}\n")
+}
+
 /// The short table (the README's): per scenario the kernel's median and
 /// wbsim's of the throttle's figures, a miss in bold, and the count.
 pub fn markdown_summary(cases: &[CaseScore]) -> String {
@@ -525,15 +535,10 @@ pub fn markdown_summary(cases: &[CaseScore]) -> String {
         ("dirtied_pause", "dirtied_pause"),
         ("voluntary_cs", "vol cs/task/s"),
     ];
-    let mut s = String::from("| scenario (kernel / wbsim) |");
-    for (_, h) in COLS {
-        s += &format!(" {h} |");
-    }
-    s += " ok |\n|---|";
-    for _ in COLS {
-        s += "---|";
-    }
-    s += "---|\n";
+    let mut s = table_head(
+        "scenario (kernel / wbsim)",
+        COLS.iter().map(|c| c.1).chain(["ok"]),
+    );
     for c in cases {
         s += &format!("| {} |", c.scenario);
         for (m, _) in COLS {
@@ -570,15 +575,7 @@ pub fn markdown_full(cases: &[CaseScore]) -> String {
         ("avg_request", "avg request KiB"),
         ("writers_cpu", "writers CPU-s/s"),
     ];
-    let mut s = String::from("| run |");
-    for (_, h) in COLS {
-        s += &format!(" {h} |");
-    }
-    s += "\n|---|";
-    for _ in COLS {
-        s += "---|";
-    }
-    s += "\n";
+    let mut s = table_head("run", COLS.iter().map(|c| c.1));
     for c in cases {
         s += &format!("| {}, kernel ×{} |", c.scenario, c.kernel_runs);
         for (m, _) in COLS {

@@ -509,6 +509,24 @@ impl Kernel {
         (got, asleep)
     }
 
+    /// Fault in up to `chunk` of the `left` anonymous pages a worker
+    /// touches (through `simoop_alloc`), and charge their faults: a task
+    /// asleep in reclaim blocks with the faults owed, else it burns them.
+    fn simoop_fault_in(&mut self, pid: Pid, left: &mut u64, chunk: u64) -> Action {
+        let (got, asleep) = self.simoop_alloc(pid, (*left).min(chunk));
+        *left -= got;
+        // the page faults, with their zeroing
+        let cost = got * self.simoop_fault_cost();
+        if asleep {
+            self.tasks[pid].owed_sys += cost;
+            return Action::Block;
+        }
+        Action::Cpu {
+            user: 0,
+            sys: cost.max(1),
+        }
+    }
+
     fn simoop_worker(&mut self, pid: Pid, t: &mut SimoopTask) -> Action {
         let ps = self.page_size();
         loop {
@@ -522,18 +540,7 @@ impl Kernel {
                         *stage = WorkerStage::Done;
                         continue;
                     }
-                    let n = (*left).min(ALLOC_CHUNK * 16);
-                    let (got, asleep) = self.simoop_alloc(pid, n);
-                    *left -= got;
-                    let cost = got * self.simoop_fault_cost();
-                    if asleep {
-                        self.tasks[pid].owed_sys += cost;
-                        return Action::Block;
-                    }
-                    return Action::Cpu {
-                        user: 0,
-                        sys: cost.max(1),
-                    };
+                    return self.simoop_fault_in(pid, left, ALLOC_CHUNK * 16);
                 }
                 WorkerStage::Done => {
                     if self.simoop_done() {
@@ -558,19 +565,7 @@ impl Kernel {
                         };
                         continue;
                     }
-                    let n = (*left).min(ALLOC_CHUNK);
-                    let (got, asleep) = self.simoop_alloc(pid, n);
-                    *left -= got;
-                    // the page faults, with their zeroing
-                    let cost = got * self.simoop_fault_cost();
-                    if asleep {
-                        self.tasks[pid].owed_sys += cost;
-                        return Action::Block;
-                    }
-                    return Action::Cpu {
-                        user: 0,
-                        sys: cost.max(1),
-                    };
+                    return self.simoop_fault_in(pid, left, ALLOC_CHUNK);
                 }
                 WorkerStage::Read {
                     files,
@@ -638,18 +633,7 @@ impl Kernel {
                         };
                         continue;
                     }
-                    let n = (*left).min(ALLOC_CHUNK);
-                    let (got, asleep) = self.simoop_alloc(pid, n);
-                    *left -= got;
-                    let cost = got * self.simoop_fault_cost();
-                    if asleep {
-                        self.tasks[pid].owed_sys += cost;
-                        return Action::Block;
-                    }
-                    return Action::Cpu {
-                        user: 0,
-                        sys: cost.max(1),
-                    };
+                    return self.simoop_fault_in(pid, left, ALLOC_CHUNK);
                 }
                 WorkerStage::Write {
                     k,
