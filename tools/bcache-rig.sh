@@ -6,7 +6,8 @@
 #   tools/bcache-rig.sh SETTING [RIG_SAMPLES]
 #
 # SETTING is default, wbpct2 or slow (examples/bcache-rig/rig-SETTING.toml
-# says how the rig was run). RIG_SAMPLES is the rig's bcache-samples.txt;
+# says how the rig was run). RIG_SAMPLES is the rig's bcache-samples.txt
+# (tests/data/bcache-rig/SETTING.txt keeps each setting's);
 # without it, the rig is run: GUEST_RIG names the rig's directory (with
 # run-guest.sh), GUEST_OUT its output directory (default
 # /var/tmp/guestprobe/share/out), and the boot is serialised on
@@ -22,9 +23,9 @@ if [ -z "$rig" ]; then
     : "${GUEST_RIG:?set GUEST_RIG to the guest rig directory, or give RIG_SAMPLES}"
     out=${GUEST_OUT:-/var/tmp/guestprobe/share/out}
     case $setting in
-    default) extra=""; args="" ;;
+    default) extra=""; args="fiorate=8m" ;;
     wbpct2) extra=""; args="wbpct=2 wbdelay=0 fiorate=4m fiosec=60 samplesec=90" ;;
-    slow) extra=",throttling.iops-write=300"; args="wbdelay=5" ;;
+    slow) extra=",throttling.iops-write=300"; args="wbdelay=5 fiorate=4m" ;;
     esac
     flock /tmp/wbsim-live.lock sh -c "cd '$GUEST_RIG' && SLOW_EXTRA='$extra' ./run-guest.sh exp-bcache.sh $args > '$tmp/guest.log' 2>&1 && cp '$out/bcache-samples.txt' '$tmp/rig.txt'"
     rig=$tmp/rig.txt
