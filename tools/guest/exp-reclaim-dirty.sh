@@ -3,7 +3,8 @@
 # "slow" disk with dirty limits above what memory holds (a tmpfs hog takes
 # part of it), so that reclaim finds dirty and writeback pages at the LRU
 # tail. Samples /proc/vmstat once a second and counts mm_vmscan_throttled
-# and vmscan-reason flusher starts, for comparison with wbsim.
+# and vmscan-reason flusher starts, for comparison with wbsim, and samples
+# where the writer waits (dirty.wchan: state, wchan, kernel stack).
 # Run inside the guest rig (MEM=1024, SLOW_BPS=10485760) as its GSCRIPT.
 # Knobs: hogmb= (200), ddmb= (1000), dirtymb= (700), bgmb= (600).
 OUT=/mnt/host/out
@@ -25,6 +26,8 @@ TR=/sys/kernel/tracing
 echo 65536 > $TR/buffer_size_kb
 echo 1 > $TR/events/vmscan/mm_vmscan_throttled/enable
 echo 1 > $TR/events/writeback/writeback_start/enable
+echo 1 > $TR/events/jbd2/jbd2_start_commit/enable
+echo 1 > $TR/events/jbd2/jbd2_end_commit/enable
 echo > $TR/trace
 cat /proc/vmstat > $OUT/dirty.vmstat.before
 sampler() {
@@ -35,11 +38,20 @@ sampler() {
 }
 touch /tmp/sampling; sampler > $OUT/dirty.samples & SP=$!
 T0=$(up)
-gdd if=/dev/zero of=/mnt/slow/f bs=1M count=$DDMB 2>&1 | tail -1
+gdd if=/dev/zero of=/mnt/slow/f bs=1M count=$DDMB > $OUT/dirty.dd 2>&1 &
+DD=$!
+# where the writer is, five times a second: its state, wchan and kernel
+# stack (the innermost frames), to find what it waits on between writes
+while [ -d /proc/$DD ]; do
+  echo "W t=$(up) $(awk '/^State:/{print $2}' /proc/$DD/status 2>/dev/null) wchan=$(cat /proc/$DD/wchan 2>/dev/null) $(awk '{printf "%s;", $2}' /proc/$DD/stack 2>/dev/null)"
+  sleep 0.2
+done > $OUT/dirty.wchan
+wait $DD; tail -1 $OUT/dirty.dd
 T1=$(up)
 rm -f /tmp/sampling; wait $SP
 echo "wrote from $T0 to $T1"
 cat /proc/vmstat > $OUT/dirty.vmstat.after
 cp $TR/trace $OUT/dirty.trace
-echo "throttled: $(grep -c mm_vmscan_throttled $TR/trace) vmscan starts: $(grep -c 'reason=vmscan' $TR/trace)"
+echo "throttled: $(grep -c mm_vmscan_throttled $TR/trace) vmscan starts: $(grep -c 'reason=vmscan' $TR/trace) commits: $(grep -c jbd2_end_commit $TR/trace)"
+echo "writer samples by wait: $(awk '{print $3, $4}' $OUT/dirty.wchan | sort | uniq -c | sort -rn | head -8 | tr '\n' ';')"
 echo done

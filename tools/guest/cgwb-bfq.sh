@@ -1,0 +1,74 @@
+#!/bin/sh
+# wbsim helper: BFQ sharing the slow disk between two cgroups by
+# io.bfq.weight (A 100, B 200), first with a buffered dd writer in each,
+# then with a sequential reader in each (reading back the writers' files,
+# caches dropped); io.stat and memory.stat every second.
+# Run inside the guest rig as its GSCRIPT, with the slow disk's reads capped
+# like its writes (SLOW_EXTRA=",throttling.bps-read=52428800") and BFQ's
+# module copied into the share (bfq.ko, from the guest kernel's
+# lib/modules/*/kernel/block/). Knobs: wsec= (30), rsec= (20), aw= (100),
+# bw= (200), dirtymb= (64), bgmb= (32), memmb= (0: no memory.max).
+OUT=/mnt/host/out
+WSEC=30; RSEC=20; AW=100; BW=200; DIRTYMB=64; BGMB=32; MEMMB=0
+for w in $(cat /proc/cmdline); do case "$w" in
+  wsec=*) WSEC=${w#wsec=};; rsec=*) RSEC=${w#rsec=};; aw=*) AW=${w#aw=};; bw=*) BW=${w#bw=};;
+  dirtymb=*) DIRTYMB=${w#dirtymb=};; bgmb=*) BGMB=${w#bgmb=};; memmb=*) MEMMB=${w#memmb=};; esac; done
+dev_by_serial() { for d in /sys/block/vd*; do [ "$(cat $d/serial 2>/dev/null)" = "$1" ] && echo /dev/${d##*/}; done; }
+SLOW=$(dev_by_serial slow)
+up() { cut -d' ' -f1 /proc/uptime; }
+insmod /mnt/host/bfq.ko 2>/dev/null
+echo bfq > /sys/block/${SLOW#/dev/}/queue/scheduler
+echo "scheduler: $(cat /sys/block/${SLOW#/dev/}/queue/scheduler)"
+mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0,nodiscard -J size=64 $SLOW
+mkdir -p /mnt/slow && mount -o noatime $SLOW /mnt/slow
+MAJMIN=$(cat /sys/block/${SLOW#/dev/}/dev)
+echo $((DIRTYMB*1024*1024)) > /proc/sys/vm/dirty_bytes
+echo $((BGMB*1024*1024)) > /proc/sys/vm/dirty_background_bytes
+CG=/sys/fs/cgroup
+echo "+io +memory" > $CG/cgroup.subtree_control
+mkdir -p $CG/A $CG/B
+echo $AW > $CG/A/io.bfq.weight
+echo $BW > $CG/B/io.bfq.weight
+if [ "$MEMMB" != 0 ]; then
+  echo $((MEMMB*1024*1024)) > $CG/A/memory.max
+  echo $((MEMMB*1024*1024)) > $CG/B/memory.max
+fi
+echo "kernel $(uname -r) A io.bfq.weight: $(cat $CG/A/io.bfq.weight) B: $(cat $CG/B/io.bfq.weight)"
+# io.stat's rbytes and wbytes for the slow disk, per cgroup
+iostat() { awk -v d=$MAJMIN -v k=$2 '$1==d{for(i=2;i<=NF;i++){split($i,a,"=");if(a[1]==k)print a[2]}}' $CG/$1/io.stat; }
+sample() { # $1: rbytes or wbytes, $2: phase start
+  while [ -f /tmp/sampling ]; do
+    for g in A B; do
+      set -- $1 $2 $(awk '/^file_dirty /{d=$2} /^file_writeback /{w=$2} /^file /{f=$2} END{print int(d/1024), int(w/1024), int(f/1024)}' $CG/$g/memory.stat)
+      printf "%s: dirtyK=%s wbK=%s fileK=%s  " $g $3 $4 $5
+    done
+    echo "t=$(awk "BEGIN{print $(up)-$2}") $1 A=$(iostat A $1) B=$(iostat B $1)"
+    sleep 1
+  done
+}
+run_in() { # cgroup, seconds, command...: SIGINT after the seconds (dd
+  # prints its totals); busybox's timeout did not stop gdd in the
+  # 2026-11-26 run, whose dd ran on to about 2 GiB each
+  g=$1; s=$2; shift 2
+  sh -c "echo \$\$ > $CG/$g/cgroup.procs; exec $*" & p=$!
+  ( sleep $s; kill -INT $p 2>/dev/null ) &
+  wait $p
+}
+sync; echo 3 > /proc/sys/vm/drop_caches
+echo "== writers ($WSEC s)"
+t0=$(up); touch /tmp/sampling; sample wbytes $t0 & SP=$!
+run_in A $WSEC /usr/bin/gdd if=/dev/zero of=/mnt/slow/a bs=1M 2> /tmp/dd.A & PA=$!
+run_in B $WSEC /usr/bin/gdd if=/dev/zero of=/mnt/slow/b bs=1M 2> /tmp/dd.B & PB=$!
+wait $PA; wait $PB; rm -f /tmp/sampling; wait $SP
+echo "A: $(tail -1 /tmp/dd.A)"; echo "B: $(tail -1 /tmp/dd.B)"
+sync; echo 3 > /proc/sys/vm/drop_caches
+echo "file sizes: a=$(stat -c %s /mnt/slow/a) b=$(stat -c %s /mnt/slow/b)"
+echo "== readers ($RSEC s)"
+t0=$(up); touch /tmp/sampling; sample rbytes $t0 & SP=$!
+run_in A $RSEC /usr/bin/gdd if=/mnt/slow/a of=/dev/null bs=128k 2> /tmp/rd.A & PA=$!
+run_in B $RSEC /usr/bin/gdd if=/mnt/slow/b of=/dev/null bs=128k 2> /tmp/rd.B & PB=$!
+wait $PA; wait $PB; rm -f /tmp/sampling; wait $SP
+echo "A: $(tail -1 /tmp/rd.A)"; echo "B: $(tail -1 /tmp/rd.B)"
+echo "io.stat A: $(cat $CG/A/io.stat)"; echo "io.stat B: $(cat $CG/B/io.stat)"
+umount /mnt/slow
+echo done
