@@ -1192,8 +1192,10 @@ fn fidelity_live(
     }
     let out = o.out.as_deref();
     let stop = crate::live::stop_flag();
-    // pages the previous kernel run wrote, for the settling wait
-    let mut last_pages: Option<u64> = None;
+    // pages the previous kernel run wrote, for the settling wait; before
+    // the first, what a run like it writes (the machine's last run, made
+    // by another invocation, is unknown)
+    let mut last_pages: Option<u64> = scs.first().map(crate::fidelity::first_settle_pages);
     let mut cases = Vec::new();
     for (sc, path) in scs.iter().zip(files) {
         let mut kernel = Vec::new();
@@ -1202,8 +1204,14 @@ fn fidelity_live(
         for k in 0..o.repeat {
             if let Some(p) = last_pages {
                 let wait = crate::fidelity::settle_secs(p);
+                let first = kernel.is_empty() && cases.is_empty();
+                let whose = if first {
+                    "a run like the first's"
+                } else {
+                    "the last run's"
+                };
                 eprintln!(
-                    "[wbsim fidelity] waiting {wait} s for the writeback domain to age out the last run's {p} completions"
+                    "[wbsim fidelity] waiting {wait} s for the writeback domain to age out {whose} {p} completions"
                 );
                 let t0 = Instant::now();
                 while t0.elapsed().as_secs() < wait {
