@@ -70,6 +70,23 @@ fn seed001_pair_runs_and_compares() {
         let js = std::fs::read_to_string(dir.join("summary.json")).unwrap();
         assert!(js.contains("\"alloc_stall_rate\""), "{js}");
     }
+    // memory pressure (PSI): reclaim stalls both (the shrinker's sleeps
+    // make the difference in the full-size pair: seed001_memory_pressure)
+    let mem = |dir: &Path, kind: &str| -> u64 {
+        let js: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+        js["pressure"]["memory"][kind]["window_us"]
+            .as_u64()
+            .unwrap()
+    };
+    let (before, after) = (mem(&a, "some"), mem(&b, "some"));
+    assert!(after > 0, "no memory pressure after");
+    assert!(
+        before >= after,
+        "memory some: before {before} us, after {after} us"
+    );
+    assert!(mem(&a, "full") > 0 && mem(&b, "full") > 0);
+    assert!(a.join("pressure.txt").exists());
     let o = wbsim(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
     assert!(o.status.success());
     let t = String::from_utf8_lossy(&o.stdout);

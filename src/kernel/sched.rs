@@ -378,6 +378,7 @@ impl Kernel {
     fn migrate_kthread(&mut self, cpu: usize, pid: Pid) {
         if self.tasks[pid].cpu != cpu {
             let v = self.root_vruntime_on(cpu, pid).max(0) as u64;
+            self.psi_migrate(pid, cpu);
             let t = &mut self.tasks[pid];
             t.se.vruntime = v;
             t.cpu = cpu;
@@ -559,6 +560,7 @@ impl Kernel {
             // A woken task's logic continues as soon as it is on a CPU; the
             // wakeup cost is added to the burst it asks for.
             self.tasks[pid].woken = false;
+            self.psi_oncpu(cpu, pid);
             self.cpus[cpu].cur = Some(pid);
             self.cpus[cpu].seg_start = self.q.now();
             self.tasks[pid].state = RunState::Running;
@@ -611,6 +613,7 @@ impl Kernel {
             let left_in_slice = self.sc.machine.cost.sched_slice.saturating_sub(used).max(1);
             self.tasks[pid].burst_left.min(left_in_slice).max(1)
         };
+        self.psi_segment(cpu, pid);
         let c = &mut self.cpus[cpu];
         c.cur = Some(pid);
         c.gen += 1;
@@ -641,6 +644,7 @@ impl Kernel {
         t.stime += ran - user;
         t.burst_left -= ran;
         self.charge_vruntime(cpu, pid, ran);
+        self.psi_account(cpu, pid, ran);
     }
 
     /// Advance the vruntimes `ran` ns of CPU moves: the task's own (EEVDF,
@@ -701,6 +705,7 @@ impl Kernel {
     }
 
     fn preempt(&mut self, cpu: usize, pid: Pid) {
+        self.psi_offcpu(pid, None);
         self.tasks[pid].need_resched = false; // schedule() clears it
         self.tasks[pid].state = RunState::Runnable;
         self.cpus[cpu].cur = None;
@@ -895,6 +900,11 @@ impl Kernel {
     }
 
     fn set_sleep_state(&mut self, pid: Pid, action: Action) {
+        let to = match action {
+            Action::Exit => RunState::Dead,
+            _ => RunState::Sleeping,
+        };
+        self.psi_offcpu(pid, Some(to));
         if self.rq.autogroup && !self.tasks[pid].kthread {
             self.rq.group_nr_running -= 1;
         }
@@ -1100,6 +1110,7 @@ impl Kernel {
         }
         self.tasks[pid].gen = self.tasks[pid].gen.wrapping_add(1);
         self.tasks[pid].woken = true;
+        self.psi_wakeup(pid);
         if self.tracer.on.sched_wakeup {
             self.trace_sched_wakeup(pid);
         }

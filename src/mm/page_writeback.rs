@@ -1400,7 +1400,7 @@ impl Kernel {
     /// After a task dirtied pages: the policy's `balance_dirty_pages_ratelimited`.
     pub fn throttle_check(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
         let wb = self.wb_of_current(pid, wb);
-        match self.sc.run.dirty_throttle {
+        let step = match self.sc.run.dirty_throttle {
             ThrottlePolicy::Legacy => self
                 .balance_dirty_pages_ratelimited_legacy(pid, wb)
                 .unwrap_or(ThrottleStep::Done),
@@ -1409,20 +1409,33 @@ impl Kernel {
                 Some(at) => ThrottleStep::Sleep(at),
                 None => ThrottleStep::Done,
             },
+        };
+        self.throttle_stall(pid, step)
+    }
+
+    /// balance_dirty_pages sleeps in `io_schedule_timeout()` (every
+    /// policy's pause, and the legacy throttle's wait for a request):
+    /// iowait, IO pressure.
+    #[inline]
+    fn throttle_stall(&mut self, pid: Pid, step: ThrottleStep) -> ThrottleStep {
+        if matches!(step, ThrottleStep::Sleep(_) | ThrottleStep::Block) {
+            self.tasks[pid].stall = crate::kernel::psi::Stall::Io;
         }
+        step
     }
 
     /// Continue a throttle call after a sleep or a CPU burst.
     pub fn throttle_resume(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
         let wb = self.wb_of_current(pid, wb);
-        match self.sc.run.dirty_throttle {
+        let step = match self.sc.run.dirty_throttle {
             ThrottlePolicy::Legacy => self.balance_dirty_pages_legacy(pid, wb),
             ThrottlePolicy::IoLess32 => self.balance_dirty_pages_v32_resume(pid, wb),
             ThrottlePolicy::IoLess => match self.balance_dirty_pages_resume(pid, wb) {
                 Some(at) => ThrottleStep::Sleep(at),
                 None => ThrottleStep::Done,
             },
-        }
+        };
+        self.throttle_stall(pid, step)
     }
 
     /// Pages a task can dirty before the next check could throttle it.
