@@ -166,7 +166,7 @@ pub fn simulate_with(
     }
     // /proc/pressure/memory and io each sample interval
     let pressure = std::mem::take(&mut k.psi.text);
-    let pressure_summary = crate::metrics::pressure::summarize(&pressure, sc.run.warmup);
+    let pressure_summary = k.psi.readings.summary();
     extra_files.push(("pressure.txt".to_string(), pressure.into_bytes()));
     if !k.evcount.is_empty() {
         eprintln!("events by kind: {:?}", k.evcount);

@@ -21,7 +21,15 @@ fn run_checked(sc: Scenario) -> String {
         }
     }
     k.check_invariants().expect("invariants at the end");
-    std::mem::take(&mut k.psi.text)
+    let text = std::mem::take(&mut k.psi.text);
+    // summary.json's figures, kept as the run goes, are those read back
+    // from the text (as live mode reads them)
+    assert_eq!(
+        k.psi.readings.summary(),
+        summarize(&text, k.sc.run.warmup),
+        "the readings and the text disagree"
+    );
+    text
 }
 
 fn summary(text: &str, warmup_s: u64) -> PressureSummary {

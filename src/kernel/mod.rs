@@ -139,7 +139,17 @@ pub struct Task {
     /// callers such as the flusher).
     pub need_resched: bool,
     pub gen: u32,
-    pub cpu: usize,
+    /// The CPU the task runs on or last ran on (`task_cpu`).
+    pub cpu: u32,
+    /// PSI (kernel/psi.rs), beside the CPU its counts are on: the task's
+    /// counts (`psi_flags`), what holds it in a memstall (`in_memstall`
+    /// while any), why it sleeps (set where the sleep starts, kept while
+    /// it sleeps: `Stall::Io` is `in_iowait`), and whether it owes direct
+    /// reclaim CPU time (`Psi::owed`).
+    pub psi_flags: u8,
+    pub psi_hold: u8,
+    pub stall: psi::Stall,
+    pub psi_owes: bool,
     /// CPU time still owed to the current burst, and its user share.
     pub burst_left: Ns,
     pub burst_user_left: Ns,
@@ -165,15 +175,6 @@ pub struct Task {
     /// root queue under autogroup.
     pub se: sched::SchedEntity,
     pub pid: u32,
-    /// PSI (kernel/psi.rs), in the bytes before `comm`: the task's counts
-    /// (`psi_flags`), what holds it in a memstall (`in_memstall` while
-    /// any), why it sleeps (set where the sleep starts, kept while it
-    /// sleeps: `Stall::Io` is `in_iowait`), and whether it owes direct
-    /// reclaim CPU time (`Psi::owed`).
-    pub psi_flags: u8,
-    pub psi_hold: u8,
-    pub stall: psi::Stall,
-    pub psi_owes: bool,
     pub comm: String,
     /// Files created (fs_mark).
     pub files_created: u64,
@@ -369,7 +370,7 @@ impl Kernel {
             body: Some(body),
             state: RunState::Sleeping,
             kthread: job.is_none(),
-            cpu,
+            cpu: cpu as u32,
             gen: 0,
             burst_left: 0,
             burst_user_left: 0,
@@ -708,7 +709,7 @@ impl Kernel {
         }
         for (i, c) in self.cpus.iter().enumerate() {
             if let Some(p) = c.cur {
-                if self.tasks[p].state != RunState::Running || self.tasks[p].cpu != i {
+                if self.tasks[p].state != RunState::Running || self.tasks[p].cpu as usize != i {
                     return Err(format!("cpu {i} runs task {p} which is not running there"));
                 }
             }
@@ -734,7 +735,7 @@ impl Kernel {
                     t.comm, t.psi_hold, t.state, t.stall
                 ));
             }
-            for (b, n) in counts[t.cpu].iter_mut().enumerate() {
+            for (b, n) in counts[t.cpu as usize].iter_mut().enumerate() {
                 *n += u32::from(f & (1 << b) != 0);
             }
         }

@@ -184,18 +184,39 @@ impl PsiCpu {
         }
     }
 
-    /// The states the counts and the current task give.
+    /// The states the counts and the current task give (`test_state`
+    /// for each, unrolled).
+    #[inline]
     fn mask(&self) -> u8 {
+        let t = &self.tasks;
+        let (io, mem, run) = (t[NR_IOWAIT] > 0, t[NR_MEMSTALL] > 0, t[NR_RUNNING]);
         let mut m = 0;
-        for s in 0..NR_PSI_STATES {
-            if test_state(&self.tasks, s) {
-                m |= 1 << s;
+        if io {
+            m |= 1 << PSI_IO_SOME;
+            if run == 0 {
+                m |= 1 << PSI_IO_FULL;
             }
+        }
+        if mem {
+            m |= 1 << PSI_MEM_SOME;
+            if run == t[NR_MEMSTALL_RUNNING] {
+                m |= 1 << PSI_MEM_FULL;
+            }
+        }
+        if io || mem || run > 0 {
+            m |= 1 << PSI_NONIDLE;
         }
         // a reclaiming CPU runs nothing productive: memory FULL
         if self.curr.is_some() && self.curr_memstall {
             m |= 1 << PSI_MEM_FULL;
         }
+        debug_assert_eq!(
+            m & !(1 << PSI_MEM_FULL),
+            (0..NR_PSI_STATES)
+                .filter(|&s| test_state(t, s))
+                .fold(0, |a, s| a | 1 << s)
+                & !(1 << PSI_MEM_FULL)
+        );
         m
     }
 }
@@ -223,6 +244,8 @@ pub struct Psi {
     pub owed: std::collections::BTreeMap<Pid, Ns>,
     /// pressure.txt's lines so far.
     pub text: String,
+    /// The readings summary.json's `pressure` is made of.
+    pub readings: crate::metrics::pressure::Readings,
 }
 
 impl Psi {
@@ -323,27 +346,104 @@ impl Psi {
     /// if due, and the file's two lines.
     pub fn show(&mut self, now: Ns, mem: bool) -> String {
         self.avgs_work(now);
-        let base = if mem { PSI_MEM_SOME } else { PSI_IO_SOME };
         let mut out = String::new();
-        for (full, name) in ["some", "full"].iter().enumerate() {
-            let s = base + full;
-            let a = &self.avg[s];
-            out.push_str(&format!(
-                "{name} avg10={} avg60={} avg300={} total={}\n",
-                load_fmt(a[0]),
-                load_fmt(a[1]),
-                load_fmt(a[2]),
-                self.total[s] / 1000
-            ));
-        }
+        self.write_lines(&mut out, "", mem);
         out
     }
+
+    /// The two lines `psi_show` prints for memory (`mem`) or IO, each
+    /// after `prefix`.
+    fn write_lines(&self, out: &mut String, prefix: &str, mem: bool) {
+        let base = if mem { PSI_MEM_SOME } else { PSI_IO_SOME };
+        for (full, name) in ["some ", "full "].iter().enumerate() {
+            let s = base + full;
+            let a = &self.avg[s];
+            out.push_str(prefix);
+            out.push_str(name);
+            for (w, key) in ["avg10=", " avg60=", " avg300="].iter().enumerate() {
+                out.push_str(key);
+                push_load(out, a[w]);
+            }
+            out.push_str(" total=");
+            push_u64(out, self.total[s] / 1000);
+            out.push('\n');
+        }
+    }
+
+    /// A read of both files at `now` (one collection serves both: the
+    /// second `psi_show` would find nothing new), into pressure.txt's
+    /// lines (the time, the resource, the file's line) and the readings
+    /// of summary.json's `pressure`, whose window starts at `w0` s.
+    pub fn sample(&mut self, now: Ns, w0: f64) {
+        self.avgs_work(now);
+        let mut text = std::mem::take(&mut self.text);
+        let mut prefix = String::with_capacity(24);
+        push_u64(&mut prefix, now / NSEC_PER_SEC);
+        prefix.push('.');
+        push_padded(&mut prefix, now % NSEC_PER_SEC / 1000, 6);
+        prefix.push(' ');
+        let len = prefix.len();
+        for (res, mem) in [("memory ", true), ("io ", false)] {
+            prefix.truncate(len);
+            prefix.push_str(res);
+            self.write_lines(&mut text, &prefix, mem);
+        }
+        self.text = text;
+        let t = now as f64 / NSEC_PER_SEC as f64;
+        let shown =
+            |x: u64| ((x >> FSHIFT) * 100 + (((x & (FIXED_1 - 1)) * 100) >> FSHIFT)) as f64 / 100.0;
+        for i in 0..4 {
+            let a = self.avg[i];
+            let l = crate::metrics::pressure::PsiLine {
+                avg10: shown(a[0]),
+                avg60: shown(a[1]),
+                avg300: shown(a[2]),
+                total_us: self.total[i] / 1000,
+            };
+            // slots: memory some, full, io some, full
+            let slot = [2, 3, 0, 1][i];
+            self.readings.add(slot, t, l, w0);
+        }
+    }
+}
+
+/// Append `v` in decimal.
+fn push_u64(out: &mut String, mut v: u64) {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    out.extend(buf[i..].iter().map(|&b| b as char));
+}
+
+/// Append `v` in decimal, zero-padded to `width` digits.
+fn push_padded(out: &mut String, v: u64, width: usize) {
+    let mut digits = String::with_capacity(20);
+    push_u64(&mut digits, v);
+    for _ in digits.len()..width {
+        out.push('0');
+    }
+    out.push_str(&digits);
+}
+
+/// Append a fixed-point average as `LOAD_INT(x).LOAD_FRAC(x)`.
+fn push_load(out: &mut String, x: u64) {
+    push_u64(out, x >> FSHIFT);
+    out.push('.');
+    push_padded(out, ((x & (FIXED_1 - 1)) * 100) >> FSHIFT, 2);
 }
 
 /// `LOAD_INT(x).LOAD_FRAC(x)` with two decimals.
 pub fn load_fmt(x: u64) -> String {
-    let frac = ((x & (FIXED_1 - 1)) * 100) >> FSHIFT;
-    format!("{}.{:02}", x >> FSHIFT, frac)
+    let mut s = String::new();
+    push_load(&mut s, x);
+    s
 }
 
 impl Kernel {
@@ -396,11 +496,22 @@ impl Kernel {
     /// Change task `pid`'s flags at `at` (the catch-up done): clear
     /// `clear`, set `set`, on the CPU its counts are on.
     fn psi_task_change(&mut self, pid: Pid, at: Ns, clear: u8, set: u8) {
+        self.psi_task_switch(pid, at, clear, set, None);
+    }
+
+    /// `psi_task_change` with, if `curr` is Some, the CPU's current task
+    /// changing in the same step (`psi_task_switch`: TSK_ONCPU moves with
+    /// the task's other flags).
+    #[inline]
+    fn psi_task_switch(&mut self, pid: Pid, at: Ns, clear: u8, set: u8, curr: Option<Option<Pid>>) {
         let t = &mut self.tasks[pid];
         let clear = clear & t.psi_flags;
         let set = set & !t.psi_flags;
         t.psi_flags = (t.psi_flags & !clear) | set;
-        let cpu = t.cpu;
+        let cpu = t.cpu as usize;
+        if let Some(c) = curr {
+            self.psi.cpus[cpu].curr = c;
+        }
         let cm = self.psi.cpus[cpu]
             .curr
             .is_some_and(|c| self.tasks[c].psi_hold != 0);
@@ -432,14 +543,14 @@ impl Kernel {
     /// `psi_memstall_enter` by task `pid` for a section (kswapd's
     /// `balance_pgdat`).
     pub fn psi_memstall_enter(&mut self, pid: Pid) {
-        let cpu = self.tasks[pid].cpu;
+        let cpu = self.tasks[pid].cpu as usize;
         self.psi_catch_up(cpu);
         self.psi_hold(pid, HOLD_SECTION, self.now());
     }
 
     /// `psi_memstall_leave` of that section.
     pub fn psi_memstall_leave(&mut self, pid: Pid) {
-        let cpu = self.tasks[pid].cpu;
+        let cpu = self.tasks[pid].cpu as usize;
         self.psi_catch_up(cpu);
         self.psi_unhold(pid, HOLD_SECTION, self.now());
     }
@@ -453,7 +564,7 @@ impl Kernel {
         }
         *self.psi.owed.entry(pid).or_default() += cpu_ns;
         self.tasks[pid].psi_owes = true;
-        let cpu = self.tasks[pid].cpu;
+        let cpu = self.tasks[pid].cpu as usize;
         self.psi_catch_up(cpu);
         self.psi_hold(pid, HOLD_RECLAIM, self.now());
     }
@@ -461,7 +572,7 @@ impl Kernel {
     /// `psi_enqueue` of a waking task (`ttwu`): no longer in iowait
     /// (`io_schedule_finish`), now runnable.
     pub(super) fn psi_wakeup(&mut self, pid: Pid) {
-        let cpu = self.tasks[pid].cpu;
+        let cpu = self.tasks[pid].cpu as usize;
         self.psi_catch_up(cpu);
         let t = &mut self.tasks[pid];
         t.stall = Stall::None;
@@ -475,7 +586,7 @@ impl Kernel {
     /// Task `pid`'s counts move to `cpu` (a migration: dequeue from its
     /// old CPU, enqueue on the new); sets `Task::cpu`.
     pub(super) fn psi_migrate(&mut self, pid: Pid, cpu: usize) {
-        let old = self.tasks[pid].cpu;
+        let old = self.tasks[pid].cpu as usize;
         if old == cpu {
             return;
         }
@@ -484,7 +595,7 @@ impl Kernel {
         let flags = self.tasks[pid].psi_flags;
         let now = self.now();
         self.psi_task_change(pid, now, flags, 0);
-        self.tasks[pid].cpu = cpu;
+        self.tasks[pid].cpu = cpu as u32;
         self.psi_task_change(pid, now, 0, flags);
     }
 
@@ -513,14 +624,24 @@ impl Kernel {
     /// `psi_task_switch` for the task coming on `cpu`: its counts move
     /// there, a sleep's memstall ends, and it is the CPU's current task.
     pub(super) fn psi_oncpu(&mut self, cpu: usize, pid: Pid) {
-        self.psi_migrate(pid, cpu);
-        self.psi_catch_up(cpu);
         let now = self.now();
+        let old = self.tasks[pid].cpu as usize;
+        let mut set = 0;
+        if old != cpu {
+            // a migration: its counts leave the old CPU
+            self.psi_catch_up(old);
+            set = self.tasks[pid].psi_flags;
+            self.psi_task_change(pid, now, set, 0);
+            self.tasks[pid].cpu = cpu as u32;
+        }
+        self.psi_catch_up(cpu);
         if self.tasks[pid].psi_hold & HOLD_SLEEP != 0 {
+            // the sleep's memstall ends (its counts on the new CPU)
+            self.psi_task_switch(pid, now, 0, set, None);
+            set = 0;
             self.psi_unhold(pid, HOLD_SLEEP, now);
         }
-        let ms = self.tasks[pid].psi_hold != 0;
-        self.psi.set_curr(cpu, now, Some(pid), ms);
+        self.psi_task_switch(pid, now, 0, set, Some(Some(pid)));
     }
 
     /// The running task `pid` used `ran` ns of CPU on `cpu`: its owed
@@ -557,7 +678,7 @@ impl Kernel {
     /// Task `pid` leaves its CPU: preempted (`sleep` None), to sleep for
     /// its `Stall` (`psi_task_switch` with `sleep`), or it exited.
     pub(super) fn psi_offcpu(&mut self, pid: Pid, sleep: Option<RunState>) {
-        let cpu = self.tasks[pid].cpu;
+        let cpu = self.tasks[pid].cpu as usize;
         self.psi_catch_up(cpu);
         let now = self.now();
         if let Some((_, p)) = self.psi.cpus[cpu].reclaim_end {
@@ -585,7 +706,10 @@ impl Kernel {
                     self.psi_unhold(pid, HOLD_RECLAIM, now);
                 }
                 let set = if why == Stall::Io { TSK_IOWAIT } else { 0 };
-                self.psi_task_change(pid, now, TSK_RUNNING | TSK_MEMSTALL_RUNNING, set);
+                let curr = oncpu.then_some(None);
+                let clear = TSK_RUNNING | TSK_MEMSTALL_RUNNING;
+                self.psi_task_switch(pid, now, clear, set, curr);
+                return;
             }
         }
         if oncpu {
@@ -605,12 +729,8 @@ impl Kernel {
     pub fn psi_sample(&mut self) {
         self.psi_catch_up_all();
         let now = self.now();
-        let mem = self.psi.show(now, true);
-        let io = self.psi.show(now, false);
-        let mut text = std::mem::take(&mut self.psi.text);
-        crate::metrics::pressure::push_lines(&mut text, now, "memory", &mem);
-        crate::metrics::pressure::push_lines(&mut text, now, "io", &io);
-        self.psi.text = text;
+        let w0 = self.sc.run.warmup as f64 / NSEC_PER_SEC as f64;
+        self.psi.sample(now, w0);
     }
 }
 

@@ -40,13 +40,12 @@ pub struct PsiLine {
     pub total_us: u64,
 }
 
-/// Parse `some avg10=A avg60=B avg300=C total=N` (the kind, then the
-/// line's fields).
-fn parse_line(fields: &[&str]) -> Option<(String, PsiLine)> {
-    let (kind, rest) = fields.split_first()?;
+/// Parse a pressure line's fields after its kind: `avg10=A avg60=B
+/// avg300=C total=N`.
+fn parse_fields<'a>(fields: impl Iterator<Item = &'a str>) -> Option<PsiLine> {
     let mut l = PsiLine::default();
     let mut seen = 0;
-    for f in rest {
+    for f in fields {
         let (k, v) = f.split_once('=')?;
         match k {
             "avg10" => l.avg10 = v.parse().ok()?,
@@ -57,7 +56,7 @@ fn parse_line(fields: &[&str]) -> Option<(String, PsiLine)> {
         }
         seen += 1;
     }
-    (seen == 4).then(|| (kind.to_string(), l))
+    (seen == 4).then_some(l)
 }
 
 /// A resource's SOME and FULL figures in summary.json: the averages at
@@ -87,64 +86,109 @@ pub struct PressureSummary {
     pub io: PsiResource,
 }
 
-/// summary.json's `pressure` from `pressure.txt`'s text; `warmup` is the
-/// window's start. None when the text holds no reading.
+/// The readings summary.json's `pressure` is made of, per (resource,
+/// kind): the first, the first at or after the window's start, and the
+/// last, each with its time (s).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Readings {
+    seen: [Option<Seen>; 4],
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Seen {
+    first: PsiLine,
+    window: Option<(f64, PsiLine)>,
+    last: (f64, PsiLine),
+}
+
+/// The index of a (resource, kind) pair in `Readings`.
+pub fn slot(res: &str, kind: &str) -> Option<usize> {
+    let r = match res {
+        "memory" => 0,
+        "io" => 2,
+        _ => return None,
+    };
+    match kind {
+        "some" => Some(r),
+        "full" => Some(r + 1),
+        _ => None,
+    }
+}
+
+impl Readings {
+    /// Reading `l` of slot `i` at `t` s; `w0` is the window's start (s).
+    pub fn add(&mut self, i: usize, t: f64, l: PsiLine, w0: f64) {
+        let e = self.seen[i].get_or_insert(Seen {
+            first: l,
+            window: None,
+            last: (t, l),
+        });
+        // a reading at the window's start, to a microsecond
+        if e.window.is_none() && t + 5e-7 >= w0 {
+            e.window = Some((t, l));
+        }
+        e.last = (t, l);
+    }
+
+    /// summary.json's `pressure`; None without a reading.
+    pub fn summary(&self) -> Option<PressureSummary> {
+        if self.seen.iter().all(Option::is_none) {
+            return None;
+        }
+        let fig = |i: usize| -> PsiFigures {
+            let Some(Seen {
+                first,
+                window,
+                last: (t1, last),
+            }) = self.seen[i]
+            else {
+                return PsiFigures::default();
+            };
+            let (t0, w) = window.unwrap_or((t1, last));
+            let window_us = last.total_us.saturating_sub(w.total_us);
+            let len_us = (t1 - t0) * 1e6;
+            PsiFigures {
+                avg10: last.avg10,
+                avg60: last.avg60,
+                avg300: last.avg300,
+                run_us: last.total_us.saturating_sub(first.total_us),
+                window_us,
+                window_pct: if len_us > 0.0 {
+                    super::r3(window_us as f64 * 100.0 / len_us)
+                } else {
+                    0.0
+                },
+            }
+        };
+        let res = |r: usize| PsiResource {
+            some: fig(r),
+            full: fig(r + 1),
+        };
+        Some(PressureSummary {
+            memory: res(0),
+            io: res(2),
+        })
+    }
+}
+
+/// summary.json's `pressure` from `pressure.txt`'s text (live mode);
+/// `warmup` is the window's start. None when the text holds no reading.
 pub fn summarize(text: &str, warmup: Ns) -> Option<PressureSummary> {
-    // (resource, kind) -> (first, first in the window with its time, last with its time)
-    type Seen = (PsiLine, Option<(f64, PsiLine)>, (f64, PsiLine));
-    let mut seen: std::collections::BTreeMap<(String, String), Seen> = Default::default();
+    let mut r = Readings::default();
     let w0 = warmup as f64 / NSEC_PER_SEC as f64;
     for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if f.len() < 3 {
-            continue;
-        }
-        let Ok(t) = f[0].parse::<f64>() else {
+        let mut f = line.split_whitespace();
+        let (Some(t), Some(res), Some(kind)) = (f.next(), f.next(), f.next()) else {
             continue;
         };
-        let Some((kind, l)) = parse_line(&f[2..]) else {
+        let (Ok(t), Some(i)) = (t.parse::<f64>(), slot(res, kind)) else {
             continue;
         };
-        let e = seen
-            .entry((f[1].to_string(), kind))
-            .or_insert((l, None, (t, l)));
-        // a reading at the window's start, to a microsecond
-        if e.1.is_none() && t + 5e-7 >= w0 {
-            e.1 = Some((t, l));
+        if let Some(l) = parse_fields(f) {
+            r.add(i, t, l, w0);
         }
-        e.2 = (t, l);
     }
-    if seen.is_empty() {
-        return None;
-    }
-    let fig = |res: &str, kind: &str| -> PsiFigures {
-        let Some((first, win, (t1, last))) = seen.get(&(res.to_string(), kind.to_string())) else {
-            return PsiFigures::default();
-        };
-        let (t0, w) = win.unwrap_or((*t1, *last));
-        let window_us = last.total_us.saturating_sub(w.total_us);
-        let len_us = (t1 - t0) * 1e6;
-        PsiFigures {
-            avg10: last.avg10,
-            avg60: last.avg60,
-            avg300: last.avg300,
-            run_us: last.total_us.saturating_sub(first.total_us),
-            window_us,
-            window_pct: if len_us > 0.0 {
-                super::r3(window_us as f64 * 100.0 / len_us)
-            } else {
-                0.0
-            },
-        }
-    };
-    let res = |r: &str| PsiResource {
-        some: fig(r, "some"),
-        full: fig(r, "full"),
-    };
-    Some(PressureSummary {
-        memory: res("memory"),
-        io: res("io"),
-    })
+    r.summary()
 }
 
 #[cfg(test)]

@@ -655,7 +655,7 @@ impl Kernel {
             now,
             &t.comm,
             t.pid,
-            t.cpu,
+            t.cpu as usize,
             ".....",
             "global_dirty_state",
             None,
@@ -1038,7 +1038,7 @@ impl Kernel {
     /// pages. Returns `Some(wake_time)` if the task must sleep.
     pub fn balance_dirty_pages_ratelimited(&mut self, pid: Pid, wb: WbId) -> Option<Ns> {
         let t = &self.tasks[pid];
-        let cpu = t.cpu;
+        let cpu = t.cpu as usize;
         let mut ratelimit = t.nr_dirtied_pause;
         if self.wbs[wb].dirty_exceeded {
             ratelimit = ratelimit.min(dirty_exceeded_ratelimit(self.page_size()));
@@ -1068,7 +1068,7 @@ impl Kernel {
     /// without throttle leaks), entering 3.2's loop.
     pub fn balance_dirty_pages_ratelimited_v32(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
         let t = &self.tasks[pid];
-        let cpu = t.cpu;
+        let cpu = t.cpu as usize;
         let mut ratelimit = t.nr_dirtied_pause;
         if self.wbs[wb].dirty_exceeded {
             ratelimit = ratelimit.min(dirty_exceeded_ratelimit(self.page_size()));
@@ -1102,7 +1102,7 @@ impl Kernel {
         let cpu_left = self
             .pgwb
             .ratelimit_pages
-            .saturating_sub(self.pgwb.bdp_ratelimits[t.cpu]);
+            .saturating_sub(self.pgwb.bdp_ratelimits[t.cpu as usize]);
         own.min(cpu_left.max(1)).max(1)
     }
 
@@ -1381,7 +1381,7 @@ impl Kernel {
             now,
             &t.comm,
             t.pid,
-            t.cpu,
+            t.cpu as usize,
             ".....",
             event,
             Some(bdi),
