@@ -912,4 +912,77 @@ mod tests {
         }
         assert_eq!(p.avg[PSI_MEM_SOME], want);
     }
+
+    /// A one-CPU machine whose clock can be moved on.
+    fn machine() -> crate::kernel::Kernel {
+        let toml = "[machine]\ncpus = 1\nhz = 250\n\
+             [devices.sda]\ntype = \"ssd\"\n[filesystems.f]\ndevice = \"sda\"\n\
+             [jobs.dd]\nnumjobs = 1\nbs = \"1M\"\n[run]\nduration = \"20s\"\nwarmup = \"0s\"\n";
+        let sc = crate::scenario::Scenario::load_str(toml, "t.toml", "t", &[]).unwrap();
+        crate::kernel::Kernel::new(sc, crate::trace::Tracer::disabled())
+    }
+
+    /// Move `k`'s clock to `t`.
+    fn at(k: &mut crate::kernel::Kernel, t: Ns) {
+        use crate::kernel::Ev;
+        k.q.schedule(
+            t,
+            Ev::Wake {
+                pid: 0,
+                gen: u32::MAX,
+            },
+        );
+        while k.now() < t {
+            k.q.pop();
+        }
+    }
+
+    #[test]
+    fn direct_reclaim_is_a_memstall_until_its_cpu_time_has_run() {
+        // a task reclaims for 1 s of CPU at the head of a 3 s burst, then
+        // sleeps in io_schedule for 2 s; 10 s in all. Memory: 1 s, SOME
+        // and FULL (the CPU's own task reclaims); IO: 2 s
+        let mut k = machine();
+        let p = k.new_task("t".into(), crate::kernel::Body::Kworker, Some(0));
+        at(&mut k, S);
+        k.psi_wakeup(p);
+        k.psi_oncpu(0, p);
+        k.psi_direct_reclaim(p, S);
+        assert_eq!(k.tasks[p].psi_flags & TSK_MEMSTALL, TSK_MEMSTALL);
+        k.psi_segment(0, p);
+        assert_eq!(k.psi.cpus[0].reclaim_end, Some((2 * S, p)));
+        // a reading halfway through the reclaim, and one past its end
+        at(&mut k, 3 * S / 2);
+        k.psi_sample();
+        at(&mut k, 3 * S);
+        k.psi_sample();
+        assert_eq!(k.tasks[p].psi_hold, 0, "the memstall ended at 2 s");
+        assert_eq!(k.psi.total[PSI_MEM_SOME], S);
+        at(&mut k, 4 * S);
+        k.psi_account(0, p, 3 * S);
+        assert!(!k.tasks[p].psi_owes && k.psi.owed.is_empty());
+        k.tasks[p].stall = Stall::Io;
+        k.psi_offcpu(p, Some(RunState::Sleeping));
+        at(&mut k, 6 * S);
+        k.psi_wakeup(p);
+        k.psi_oncpu(0, p);
+        at(&mut k, 11 * S);
+        k.psi.collect(k.now());
+        assert_eq!(k.psi.total[PSI_MEM_SOME], S);
+        assert_eq!(k.psi.total[PSI_MEM_FULL], S);
+        assert_eq!(k.psi.total[PSI_IO_SOME], 2 * S);
+        assert_eq!(k.psi.total[PSI_IO_FULL], 2 * S);
+        // pressure.txt's line at 3 s: the averages were updated at 2.004 s
+        // from 1 s of SOME in a 2.004 s period: pct = 49 (truncated), so
+        // avg10 = (49 * 2048 * 371 + 2047) / 2048 = 18179 -> 8.87, avg60
+        // = (100352 * 67 + 2047) / 2048 = 3283 -> 1.60, avg300 = (100352
+        // * 14 + 2047) / 2048 = 686 -> 0.33
+        assert!(
+            k.psi
+                .text
+                .contains("3.000000 memory some avg10=8.87 avg60=1.60 avg300=0.33 total=1000000\n"),
+            "{}",
+            k.psi.text
+        );
+    }
 }
