@@ -28,10 +28,12 @@
 //! What is simplified: wbsim has one run queue shared by the CPUs, so a
 //! queued task counts on the CPU it last ran on, and moves its counts to
 //! the CPU that picks it (a migration, as `psi_ttwu_dequeue` and the
-//! enqueue on the new CPU do). The averaging work runs exactly every
-//! `PSI_FREQ`, at the first PSI change or read after the period's end
-//! (the kernel's delayed work runs up to a jiffy late, and stops while
-//! the system is idle; its catch-up gives the same zeros). A
+//! enqueue on the new CPU do). The averaging work is done for the exact
+//! end of each `PSI_FREQ` period, when the first PSI change or read after
+//! it comes (no CPU's state changed in between, so the times are those of
+//! the period's end); the kernel's delayed work runs up to a jiffy late,
+//! and stops while the system is idle (its catch-up gives the same
+//! zeros). No event is added: the simulation runs as without PSI. A
 //! read (each `run.sample_interval`) folds the per-CPU times as
 //! `psi_show` does. CPU and IRQ pressure, cgroup pressure and triggers
 //! are not modelled, nor the memstalls this model has no cause for:
@@ -42,7 +44,7 @@ use super::{Kernel, Pid, RunState};
 use crate::sim::{Ns, NSEC_PER_SEC};
 
 /// Why a task goes to sleep, as PSI counts it. Set where the sleep
-/// starts, read when the task leaves its CPU.
+/// starts, read when the task leaves its CPU, cleared when it wakes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Stall {
