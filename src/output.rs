@@ -164,6 +164,10 @@ pub fn simulate_with(
     if k.simoop.is_some() {
         extra_files.push(("simoop.txt".to_string(), k.simoop_output().into_bytes()));
     }
+    // /proc/pressure/memory and io each sample interval
+    let pressure = std::mem::take(&mut k.psi.text);
+    let pressure_summary = k.psi.readings.summary();
+    extra_files.push(("pressure.txt".to_string(), pressure.into_bytes()));
     if !k.evcount.is_empty() {
         eprintln!("events by kind: {:?}", k.evcount);
     }
@@ -187,6 +191,7 @@ pub fn simulate_with(
     }
     let mut summary = Summary::compute(&obs);
     summary.simoop = k.simoop_summary();
+    summary.pressure = pressure_summary;
     let (thresh, bg) =
         domain_dirty_limits(&sc.vm, sc.machine.page_size, k.global_dirtyable_memory());
     let vmstat = k.vm.render(thresh, bg);

@@ -36,7 +36,13 @@ fn same_scenario_and_seed_are_byte_identical() {
     run_to(&a, &["--seed", "7", "--set", "run.duration=20s"]);
     run_to(&b, &["--seed", "7", "--set", "run.duration=20s"]);
     run_to(&c, &["--seed", "8", "--set", "run.duration=20s"]);
-    for f in ["trace.txt", "summary.json", "vmstat", "diskstats"] {
+    for f in [
+        "trace.txt",
+        "summary.json",
+        "vmstat",
+        "diskstats",
+        "pressure.txt",
+    ] {
         let x = std::fs::read(a.join(f)).unwrap();
         let y = std::fs::read(b.join(f)).unwrap();
         assert!(x.len() > 100, "{f} is nearly empty");

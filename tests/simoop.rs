@@ -70,6 +70,23 @@ fn seed001_pair_runs_and_compares() {
         let js = std::fs::read_to_string(dir.join("summary.json")).unwrap();
         assert!(js.contains("\"alloc_stall_rate\""), "{js}");
     }
+    // memory pressure (PSI): reclaim stalls both (the shrinker's sleeps
+    // make the difference in the full-size pair: seed001_memory_pressure)
+    let mem = |dir: &Path, kind: &str| -> u64 {
+        let js: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("summary.json")).unwrap()).unwrap();
+        js["pressure"]["memory"][kind]["window_us"]
+            .as_u64()
+            .unwrap()
+    };
+    let (before, after) = (mem(&a, "some"), mem(&b, "some"));
+    assert!(after > 0, "no memory pressure after");
+    assert!(
+        before >= after,
+        "memory some: before {before} us, after {after} us"
+    );
+    assert!(mem(&a, "full") > 0 && mem(&b, "full") > 0);
+    assert!(a.join("pressure.txt").exists());
     let o = wbsim(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
     assert!(o.status.success());
     let t = String::from_utf8_lossy(&o.stdout);
@@ -94,5 +111,58 @@ fn seed001_pair_runs_and_compares() {
         assert!(a.join(format!("{f}.png")).exists(), "{f}.png");
         assert!(a.join(format!("{f}.svg")).exists(), "{f}.svg");
     }
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// The pair scaled to a quarter (16 GiB, 4 CPUs, 32 workers, 60 s), large
+/// enough for the caches to fill and the sync-wait shrinker to flush
+/// inode clusters: kswapd and the direct reclaimers asleep on those
+/// writes are memory pressure (PSI), which non-blocking reclaim removes.
+#[test]
+fn seed001_memory_pressure_is_higher_before() {
+    let d = tmpdir("seed001-psi");
+    let dirs: Vec<String> = (0..15).map(|i| format!("/hammer/xfs{i}")).collect();
+    let args = format!(
+        "jobs.simoop.args=-t 32 -m 300 -M 16 -C 2 -T 20 -D 2 -f 1 -n 2500 -R 1 -W 1 -i 10 -w 30 -r 31 {}",
+        dirs.join(" ")
+    );
+    let mem = |which: &str| -> (u64, u64) {
+        let out = d.join(which);
+        let scen = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("examples/seed-001/seed001-{which}.toml"));
+        let o = wbsim(&[
+            "run",
+            scen.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "-q",
+            "--set",
+            "machine.memory=16G",
+            "--set",
+            "machine.cpus=4",
+            "--set",
+            "run.duration=61s",
+            "--set",
+            "run.warmup=30s",
+            "--set",
+            &args,
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let js: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        let m = &js["pressure"]["memory"];
+        (
+            m["some"]["window_us"].as_u64().unwrap(),
+            m["full"]["window_us"].as_u64().unwrap(),
+        )
+    };
+    let (before, after) = (mem("before"), mem("after"));
+    // 2026-11-26: before some 6.0 s, full 3.0 s of the 31 s window; after
+    // 0.71 s and 0.69 s
+    assert!(after.0 > 0 && after.1 > 0, "after {after:?}");
+    assert!(
+        before.0 > 3 * after.0 && before.1 > 2 * after.1,
+        "memory some/full us: before {before:?}, after {after:?}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }

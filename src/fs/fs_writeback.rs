@@ -602,7 +602,10 @@ impl Kernel {
             if let Some(pass) = w.pass.as_mut() {
                 let sleep = match self.writeback_sb_inodes(pid, wb, pass) {
                     PassStep::Cpu(ns) => Action::Cpu { user: 0, sys: ns },
-                    PassStep::WaitTag => Action::Block,
+                    // blk_mq_get_tag's io_schedule()
+                    PassStep::WaitTag => {
+                        self.stalled(pid, crate::kernel::psi::Stall::Io, Action::Block)
+                    }
                     PassStep::Done => {
                         let pass = w.pass.take().expect("pass");
                         w.work = pass.work;

@@ -18,6 +18,7 @@
 
 use crate::fs::fs_writeback::PassStep;
 use crate::fs::writepages::Writepages;
+use crate::kernel::psi::Stall;
 use crate::kernel::{InodeId, Kernel, Pid};
 use crate::sim::Ns;
 
@@ -96,7 +97,11 @@ impl Kernel {
                     };
                     match self.do_writepages(pid, wp, &mut burst, opf) {
                         PassStep::Cpu(ns) => return FsyncStep::Cpu(ns),
-                        PassStep::WaitTag => return FsyncStep::Block,
+                        PassStep::WaitTag => {
+                            // blk_mq_get_tag's io_schedule()
+                            self.tasks[pid].stall = Stall::Io;
+                            return FsyncStep::Block;
+                        }
                         PassStep::Done => {
                             self.tasks[pid].owed_sys += burst;
                             match *mapped {
@@ -111,6 +116,8 @@ impl Kernel {
                     self.fsync_waiters.retain(|&(p, _)| p != pid);
                     if self.inodes[ino].nr_writeback > 0 {
                         self.fsync_waiters.push((pid, ino));
+                        // folio_wait_writeback's io_schedule()
+                        self.tasks[pid].stall = Stall::Io;
                         return FsyncStep::Block;
                     }
                     // blocks allocated: ext4's journal commits them

@@ -413,6 +413,8 @@ impl Kernel {
     }
 
     fn shrink_wait_push(&mut self, pid: Pid, w: XfsReclaimWait) {
+        // the reclaimer sleeps in the shrinker, inside reclaim's memstall
+        self.tasks[pid].stall = crate::kernel::psi::Stall::Mem;
         self.vmscan
             .shrink_waits
             .entry(pid)

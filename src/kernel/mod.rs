@@ -4,6 +4,7 @@
 //! `fs::fs_writeback`, `block::*`, `drivers::*`, as `impl Kernel` blocks.
 
 pub mod cgroup;
+pub mod psi;
 pub mod sched;
 pub mod time;
 
@@ -138,7 +139,17 @@ pub struct Task {
     /// callers such as the flusher).
     pub need_resched: bool,
     pub gen: u32,
-    pub cpu: usize,
+    /// The CPU the task runs on or last ran on (`task_cpu`).
+    pub cpu: u32,
+    /// PSI (kernel/psi.rs), beside the CPU its counts are on: the task's
+    /// counts (`psi_flags`), what holds it in a memstall (`in_memstall`
+    /// while any), why it sleeps (set where the sleep starts, kept while
+    /// it sleeps: `Stall::Io` is `in_iowait`), and whether it owes direct
+    /// reclaim CPU time (`Psi::owed`).
+    pub psi_flags: u8,
+    pub psi_hold: u8,
+    pub stall: psi::Stall,
+    pub psi_owes: bool,
     /// CPU time still owed to the current burst, and its user share.
     pub burst_left: Ns,
     pub burst_user_left: Ns,
@@ -254,6 +265,8 @@ pub struct Kernel {
     pub cg: cgroup::Cgroups,
     /// The simoop job's state (workload/simoop.rs).
     pub simoop: Option<Box<crate::workload::simoop::SimoopRun>>,
+    /// Pressure stall information (kernel/psi.rs).
+    pub psi: psi::Psi,
 }
 
 impl Kernel {
@@ -321,6 +334,7 @@ impl Kernel {
             knob_gen: 0,
             cg: Default::default(),
             simoop: None,
+            psi: psi::Psi::new(ncpu, sc.machine.hz),
             sc,
         };
         k.cgroup_init();
@@ -356,12 +370,16 @@ impl Kernel {
             body: Some(body),
             state: RunState::Sleeping,
             kthread: job.is_none(),
-            cpu,
+            cpu: cpu as u32,
             gen: 0,
             burst_left: 0,
             burst_user_left: 0,
             woken: false,
             need_resched: false,
+            psi_flags: 0,
+            psi_hold: 0,
+            stall: psi::Stall::None,
+            psi_owes: false,
             se: Default::default(),
             nvcsw: 0,
             nivcsw: 0,
@@ -691,9 +709,49 @@ impl Kernel {
         }
         for (i, c) in self.cpus.iter().enumerate() {
             if let Some(p) = c.cur {
-                if self.tasks[p].state != RunState::Running || self.tasks[p].cpu != i {
+                if self.tasks[p].state != RunState::Running || self.tasks[p].cpu as usize != i {
                     return Err(format!("cpu {i} runs task {p} which is not running there"));
                 }
+            }
+        }
+        self.check_psi()
+    }
+
+    /// PSI's counts: each task's flags follow its state, and each CPU
+    /// counts the flags of the tasks on it.
+    fn check_psi(&self) -> Result<(), String> {
+        use psi::{TSK_IOWAIT, TSK_MEMSTALL, TSK_RUNNING};
+        let mut counts = vec![[0u32; 4]; self.cpus.len()];
+        for (i, t) in self.tasks.iter().enumerate() {
+            let f = t.psi_flags;
+            let runnable = matches!(t.state, RunState::Runnable | RunState::Running);
+            let iowait = t.state == RunState::Sleeping && t.stall == psi::Stall::Io;
+            if (f & TSK_RUNNING != 0) != runnable
+                || (f & TSK_MEMSTALL != 0) != (t.psi_hold != 0)
+                || (f & TSK_IOWAIT != 0) != iowait
+            {
+                return Err(format!(
+                    "task {i} ({}): psi flags {f:#x} (hold {:#x}) in state {:?}, stall {:?}",
+                    t.comm, t.psi_hold, t.state, t.stall
+                ));
+            }
+            for (b, n) in counts[t.cpu as usize].iter_mut().enumerate() {
+                *n += u32::from(f & (1 << b) != 0);
+            }
+        }
+        for (c, want) in counts.iter().enumerate() {
+            let p = &self.psi.cpus[c];
+            if p.tasks != *want {
+                return Err(format!(
+                    "cpu {c}: psi counts {:?} != its tasks' {want:?}",
+                    p.tasks
+                ));
+            }
+            if p.curr != self.cpus[c].cur {
+                return Err(format!(
+                    "cpu {c}: psi's current task {:?} != the running {:?}",
+                    p.curr, self.cpus[c].cur
+                ));
             }
         }
         Ok(())

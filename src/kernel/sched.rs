@@ -362,7 +362,7 @@ impl Kernel {
     /// negative lag to be spent (DELAY_ZERO), and a kernel thread that
     /// sleeps after each item has no positive lag to keep.
     fn place_kthread(&mut self, pid: Pid) {
-        let cpu = self.tasks[pid].cpu;
+        let cpu = self.tasks[pid].cpu as usize;
         self.tasks[pid].se.vruntime = self.cpus[cpu].gvr;
     }
 
@@ -371,16 +371,17 @@ impl Kernel {
     /// migrates).
     fn root_vruntime_on(&self, cpu: usize, pid: Pid) -> i128 {
         let t = &self.tasks[pid];
-        t.se.vruntime as i128 + self.cpus[cpu].gvr as i128 - self.cpus[t.cpu].gvr as i128
+        t.se.vruntime as i128 + self.cpus[cpu].gvr as i128 - self.cpus[t.cpu as usize].gvr as i128
     }
 
     /// A kernel thread moves to `cpu`'s root queue.
     fn migrate_kthread(&mut self, cpu: usize, pid: Pid) {
-        if self.tasks[pid].cpu != cpu {
+        if self.tasks[pid].cpu as usize != cpu {
             let v = self.root_vruntime_on(cpu, pid).max(0) as u64;
+            self.psi_migrate(pid, cpu);
             let t = &mut self.tasks[pid];
             t.se.vruntime = v;
-            t.cpu = cpu;
+            t.cpu = cpu as u32;
         }
     }
 
@@ -390,7 +391,7 @@ impl Kernel {
     /// them). Either side's lead is first cut to the lag limit, as the
     /// kernel clamps an entity's lag when it leaves and rejoins the queue.
     fn root_prefers_kthread(&mut self, cpu: usize, k: Pid) -> bool {
-        debug_assert_eq!(self.tasks[k].cpu, cpu);
+        debug_assert_eq!(self.tasks[k].cpu as usize, cpu);
         let limit = self.lag_limit();
         let g_limit = limit * self.group_scale();
         let c = &mut self.cpus[cpu];
@@ -436,7 +437,7 @@ impl Kernel {
     /// threads at most.
     fn kq_best(&self, cpu: usize, pull: bool) -> Option<usize> {
         (0..self.rq.kq.len())
-            .filter(|&i| pull || self.tasks[self.rq.kq[i]].cpu == cpu)
+            .filter(|&i| pull || self.tasks[self.rq.kq[i]].cpu as usize == cpu)
             .min_by_key(|&i| (self.root_vruntime_on(cpu, self.rq.kq[i]), i))
     }
 
@@ -453,7 +454,7 @@ impl Kernel {
         } else if self.rq.policy == SchedPolicy::Eevdf && woken {
             self.place_entity(pid);
         }
-        let last = self.tasks[pid].cpu;
+        let last = self.tasks[pid].cpu as usize;
         let cpu = self.idle_cpu_for(pid);
         match cpu {
             Some(c) => {
@@ -475,7 +476,7 @@ impl Kernel {
     /// (cache affinity), else any.
     #[inline]
     fn idle_cpu_for(&self, pid: Pid) -> Option<usize> {
-        let last = self.tasks[pid].cpu;
+        let last = self.tasks[pid].cpu as usize;
         if self.cpus[last].cur.is_none() {
             Some(last)
         } else {
@@ -531,7 +532,7 @@ impl Kernel {
     /// wants this CPU, or the task's slice is used up while others wait.
     /// Reading it clears the flag (the caller reschedules).
     pub fn need_resched(&mut self, pid: Pid) -> bool {
-        let cpu = self.tasks[pid].cpu;
+        let cpu = self.tasks[pid].cpu as usize;
         if self.root_task(pid) {
             let flagged = std::mem::take(&mut self.tasks[pid].need_resched);
             return flagged || self.root_should_yield(cpu, pid);
@@ -559,10 +560,11 @@ impl Kernel {
             // A woken task's logic continues as soon as it is on a CPU; the
             // wakeup cost is added to the burst it asks for.
             self.tasks[pid].woken = false;
+            self.psi_oncpu(cpu, pid);
             self.cpus[cpu].cur = Some(pid);
             self.cpus[cpu].seg_start = self.q.now();
             self.tasks[pid].state = RunState::Running;
-            self.tasks[pid].cpu = cpu;
+            self.tasks[pid].cpu = cpu as u32;
             let w = self.sc.machine.cost.wakeup;
             // a preemption point straight after the wakeup finds no
             // resched pending: the task carries on
@@ -611,6 +613,7 @@ impl Kernel {
             let left_in_slice = self.sc.machine.cost.sched_slice.saturating_sub(used).max(1);
             self.tasks[pid].burst_left.min(left_in_slice).max(1)
         };
+        self.psi_segment(cpu, pid);
         let c = &mut self.cpus[cpu];
         c.cur = Some(pid);
         c.gen += 1;
@@ -618,7 +621,7 @@ impl Kernel {
         let gen = c.gen;
         let t = &mut self.tasks[pid];
         t.state = RunState::Running;
-        t.cpu = cpu;
+        t.cpu = cpu as u32;
         self.q.schedule(
             now + slice,
             Ev::CpuSlice {
@@ -641,6 +644,7 @@ impl Kernel {
         t.stime += ran - user;
         t.burst_left -= ran;
         self.charge_vruntime(cpu, pid, ran);
+        self.psi_account(cpu, pid, ran);
     }
 
     /// Advance the vruntimes `ran` ns of CPU moves: the task's own (EEVDF,
@@ -701,6 +705,7 @@ impl Kernel {
     }
 
     fn preempt(&mut self, cpu: usize, pid: Pid) {
+        self.psi_offcpu(pid, None);
         self.tasks[pid].need_resched = false; // schedule() clears it
         self.tasks[pid].state = RunState::Runnable;
         self.cpus[cpu].cur = None;
@@ -795,7 +800,7 @@ impl Kernel {
         if self.rq.autogroup {
             return !self.rq.kq.is_empty() || self.rq.group_waiting();
         }
-        let cpu = self.tasks[pid].cpu;
+        let cpu = self.tasks[pid].cpu as usize;
         match self.rq.policy {
             SchedPolicy::Fifo => self.fifo_preempt_due(cpu),
             SchedPolicy::Eevdf => {
@@ -895,6 +900,11 @@ impl Kernel {
     }
 
     fn set_sleep_state(&mut self, pid: Pid, action: Action) {
+        let to = match action {
+            Action::Exit => RunState::Dead,
+            _ => RunState::Sleeping,
+        };
+        self.psi_offcpu(pid, Some(to));
         if self.rq.autogroup && !self.tasks[pid].kthread {
             self.rq.group_nr_running -= 1;
         }
@@ -987,7 +997,7 @@ impl Kernel {
             _ if self.tasks[pid].kthread => "I",
             _ => "D",
         };
-        self.cpus[self.tasks[pid].cpu].left = Some((pid, state));
+        self.cpus[self.tasks[pid].cpu as usize].left = Some((pid, state));
     }
 
     /// The CPU goes idle: the `sched_switch` from the task that left it.
@@ -1006,7 +1016,9 @@ impl Kernel {
     #[cold]
     #[inline(never)]
     fn trace_sched_wakeup(&mut self, pid: Pid) {
-        let target = self.idle_cpu_for(pid).unwrap_or(self.tasks[pid].cpu);
+        let target = self
+            .idle_cpu_for(pid)
+            .unwrap_or(self.tasks[pid].cpu as usize);
         let (ctx, ctx_pid) = match self.cpus[target].cur {
             Some(c) => (self.tasks[c].comm.as_str(), self.tasks[c].pid),
             None => ("<idle>", 0),
@@ -1100,6 +1112,7 @@ impl Kernel {
         }
         self.tasks[pid].gen = self.tasks[pid].gen.wrapping_add(1);
         self.tasks[pid].woken = true;
+        self.psi_wakeup(pid);
         if self.tracer.on.sched_wakeup {
             self.trace_sched_wakeup(pid);
         }
@@ -1390,7 +1403,10 @@ mod tests {
         k.cpus[1].gvr = 7_000_000;
         assert_eq!(k.pick_next(1), Some(w));
         k.migrate_kthread(1, w);
-        assert_eq!((k.tasks[w].cpu, k.tasks[w].se.vruntime), (1, 7_000_001));
+        assert_eq!(
+            (k.tasks[w].cpu as usize, k.tasks[w].se.vruntime),
+            (1, 7_000_001)
+        );
     }
 
     #[test]

@@ -585,6 +585,17 @@ fn diskstats_pick(text: &str, names: &[&str], now: Ns) -> String {
     out
 }
 
+/// Read the kernel's `memory` and `io` pressure files under `dir`
+/// (/proc/pressure) at `now` into `out`, in pressure.txt's form. A kernel
+/// without PSI (no such files, or `psi=0`: EOPNOTSUPP) adds nothing.
+fn pressure_sample(out: &mut String, now: Ns, dir: &Path) {
+    for res in ["memory", "io"] {
+        if let Ok(text) = std::fs::read_to_string(dir.join(res)) {
+            crate::metrics::pressure::push_lines(out, now, res, &text);
+        }
+    }
+}
+
 fn dev_snap(loopname: &str) -> DevSnap {
     let s = std::fs::read_to_string(format!("/sys/block/{loopname}/stat")).unwrap_or_default();
     let f: Vec<u64> = s
@@ -925,6 +936,8 @@ pub fn run(
     // /proc/diskstats once a second, as the simulator writes it
     let mut diskstats = String::new();
     let mut next_diskstats: Ns = 0;
+    // /proc/pressure/{memory,io} each sample, as the simulator writes them
+    let mut pressure = String::new();
     let loopnames: Vec<&str> = devs.iter().map(|d| d.loopname.as_str()).collect();
     progress(&format!(
         "running {} writer(s) for {:.0} s",
@@ -976,6 +989,7 @@ pub fn run(
         if now >= next_sample {
             let (_, s) = vmstat()?;
             samples.push(VmSample { t: now, ..s });
+            pressure_sample(&mut pressure, now, Path::new("/proc/pressure"));
             if now >= next_diskstats {
                 let text = std::fs::read_to_string("/proc/diskstats").unwrap_or_default();
                 diskstats.push_str(&diskstats_pick(&text, &loopnames, now));
@@ -1032,6 +1046,7 @@ pub fn run(
         .collect();
     let (vm_text, s) = vmstat()?;
     samples.push(VmSample { t: end, ..s });
+    pressure_sample(&mut pressure, end, Path::new("/proc/pressure"));
     write(inst.join("trace_marker"), "WBSIM_END")?;
     write(inst.join("tracing_on"), "0")?;
     // fio ends its jobs on SIGINT and then writes its output
@@ -1050,6 +1065,10 @@ pub fn run(
         extra_files = fio_live_outputs(dir)?;
     }
     extra_files.push(("diskstats".to_string(), diskstats.into_bytes()));
+    let pressure_summary = crate::metrics::pressure::summarize(&pressure, sc.run.warmup);
+    if !pressure.is_empty() {
+        extra_files.push(("pressure.txt".to_string(), pressure.into_bytes()));
+    }
     let trace_text = read(inst.join("trace"))?;
     // times relative to the start marker, as in the simulator
     let (mut recs, skipped) = trace::parse_counted(&trace_text);
@@ -1078,7 +1097,8 @@ pub fn run(
         events_simulated: None,
         cgroups: Vec::new(),
     };
-    let summary = Summary::compute(&obs);
+    let mut summary = Summary::compute(&obs);
+    summary.pressure = pressure_summary;
     let _ = NSEC_PER_MSEC;
     Ok(RunResult {
         summary,
@@ -1306,6 +1326,41 @@ mod tests {
             "2.500000    7       0 loop0 1 2 3 4 5 6 7 8 0 9 12 0 0 0 0 0 0\n\
              2.500000  253       0 dm-0 9 9 9 9 9 9 9 9 0 9 9 0 0 0 0 0 0\n"
         );
+    }
+
+    #[test]
+    fn pressure_is_read_from_the_kernels_files_in_the_simulators_form() {
+        let dir = std::env::temp_dir().join(format!("wbsim-psi-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("memory"),
+            "some avg10=0.00 avg60=0.00 avg300=0.00 total=29766894\n\
+             full avg10=0.00 avg60=0.00 avg300=0.00 total=10963554\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("io"),
+            "some avg10=46.21 avg60=60.92 avg300=43.13 total=4154240936\n\
+             full avg10=25.34 avg60=43.44 avg300=35.32 total=1902233265\n",
+        )
+        .unwrap();
+        let mut out = String::new();
+        super::pressure_sample(&mut out, 1_250_000_000, &dir);
+        assert_eq!(
+            out,
+            "1.250000 memory some avg10=0.00 avg60=0.00 avg300=0.00 total=29766894\n\
+             1.250000 memory full avg10=0.00 avg60=0.00 avg300=0.00 total=10963554\n\
+             1.250000 io some avg10=46.21 avg60=60.92 avg300=43.13 total=4154240936\n\
+             1.250000 io full avg10=25.34 avg60=43.44 avg300=35.32 total=1902233265\n"
+        );
+        let s = crate::metrics::pressure::summarize(&out, 0).unwrap();
+        assert_eq!(s.io.full.avg60, 43.44);
+        assert_eq!(s.io.some.run_us, 0);
+        // a kernel without PSI: nothing
+        let mut none = String::new();
+        super::pressure_sample(&mut none, 0, &dir.join("absent"));
+        assert!(none.is_empty());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

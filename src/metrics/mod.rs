@@ -9,6 +9,7 @@ use crate::trace::Record;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod pressure;
 pub mod stream;
 
 /// Walk a `summary.json` value's leaves under dotted names: an object's
@@ -230,6 +231,7 @@ impl Kernel {
             nr_written: self.vm.nr_written,
         });
         self.reclaim_sample();
+        self.psi_sample();
         for d in 0..self.devs.len() {
             if matches!(self.devs[d].driver, crate::drivers::Driver::Bcache(_)) {
                 self.bcache_sample(d);
@@ -533,6 +535,9 @@ pub struct Summary {
     /// simoop's final figures (a run with a simoop job only).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub simoop: Option<crate::workload::simoop::SimoopSummary>,
+    /// Memory and IO pressure (PSI), read back from `pressure.txt`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub pressure: Option<pressure::PressureSummary>,
 }
 
 #[derive(Serialize, Debug, Deserialize)]
@@ -703,6 +708,7 @@ impl Summary {
             stopped_by: o.stopped_by.map(str::to_string),
             events_simulated: o.events_simulated,
             simoop: None,
+            pressure: None,
             cgroups: o
                 .cgroups
                 .iter()

@@ -186,7 +186,7 @@ impl Kernel {
         if self.sc.run.dirty_throttle == crate::scenario::ThrottlePolicy::Legacy {
             t.dirties.add(&mut self.pgwb.vm_dirties, added); // task_dirty_inc
         }
-        let cpu = t.cpu;
+        let cpu = t.cpu as usize;
         self.pgwb.bdp_ratelimits[cpu] += added;
         self.mark_inode_dirty_pages(ino);
         // the new pages, once dirty (reclaim does not take them)

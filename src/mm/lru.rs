@@ -938,7 +938,10 @@ impl Kernel {
                     lru.waiters[r as usize].push(pid);
                 }
                 let at = self.timer_fire_time(self.jiffies() + th.timeout);
-                Some(crate::kernel::Action::SleepUntil(at))
+                // inside reclaim's memstall (kswapd's balance_pgdat, a
+                // direct reclaimer's __perform_reclaim)
+                use crate::kernel::{psi::Stall, Action};
+                Some(self.stalled(pid, Stall::Mem, Action::SleepUntil(at)))
             }
             Some(start) => {
                 self.tasks[pid].reclaim_throttle = None;

@@ -655,7 +655,7 @@ impl Kernel {
             now,
             &t.comm,
             t.pid,
-            t.cpu,
+            t.cpu as usize,
             ".....",
             "global_dirty_state",
             None,
@@ -1038,7 +1038,7 @@ impl Kernel {
     /// pages. Returns `Some(wake_time)` if the task must sleep.
     pub fn balance_dirty_pages_ratelimited(&mut self, pid: Pid, wb: WbId) -> Option<Ns> {
         let t = &self.tasks[pid];
-        let cpu = t.cpu;
+        let cpu = t.cpu as usize;
         let mut ratelimit = t.nr_dirtied_pause;
         if self.wbs[wb].dirty_exceeded {
             ratelimit = ratelimit.min(dirty_exceeded_ratelimit(self.page_size()));
@@ -1068,7 +1068,7 @@ impl Kernel {
     /// without throttle leaks), entering 3.2's loop.
     pub fn balance_dirty_pages_ratelimited_v32(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
         let t = &self.tasks[pid];
-        let cpu = t.cpu;
+        let cpu = t.cpu as usize;
         let mut ratelimit = t.nr_dirtied_pause;
         if self.wbs[wb].dirty_exceeded {
             ratelimit = ratelimit.min(dirty_exceeded_ratelimit(self.page_size()));
@@ -1102,7 +1102,7 @@ impl Kernel {
         let cpu_left = self
             .pgwb
             .ratelimit_pages
-            .saturating_sub(self.pgwb.bdp_ratelimits[t.cpu]);
+            .saturating_sub(self.pgwb.bdp_ratelimits[t.cpu as usize]);
         own.min(cpu_left.max(1)).max(1)
     }
 
@@ -1381,7 +1381,7 @@ impl Kernel {
             now,
             &t.comm,
             t.pid,
-            t.cpu,
+            t.cpu as usize,
             ".....",
             event,
             Some(bdi),
@@ -1400,7 +1400,7 @@ impl Kernel {
     /// After a task dirtied pages: the policy's `balance_dirty_pages_ratelimited`.
     pub fn throttle_check(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
         let wb = self.wb_of_current(pid, wb);
-        match self.sc.run.dirty_throttle {
+        let step = match self.sc.run.dirty_throttle {
             ThrottlePolicy::Legacy => self
                 .balance_dirty_pages_ratelimited_legacy(pid, wb)
                 .unwrap_or(ThrottleStep::Done),
@@ -1409,20 +1409,33 @@ impl Kernel {
                 Some(at) => ThrottleStep::Sleep(at),
                 None => ThrottleStep::Done,
             },
+        };
+        self.throttle_stall(pid, step)
+    }
+
+    /// balance_dirty_pages sleeps in `io_schedule_timeout()` (every
+    /// policy's pause, and the legacy throttle's wait for a request):
+    /// iowait, IO pressure.
+    #[inline]
+    fn throttle_stall(&mut self, pid: Pid, step: ThrottleStep) -> ThrottleStep {
+        if matches!(step, ThrottleStep::Sleep(_) | ThrottleStep::Block) {
+            self.tasks[pid].stall = crate::kernel::psi::Stall::Io;
         }
+        step
     }
 
     /// Continue a throttle call after a sleep or a CPU burst.
     pub fn throttle_resume(&mut self, pid: Pid, wb: WbId) -> ThrottleStep {
         let wb = self.wb_of_current(pid, wb);
-        match self.sc.run.dirty_throttle {
+        let step = match self.sc.run.dirty_throttle {
             ThrottlePolicy::Legacy => self.balance_dirty_pages_legacy(pid, wb),
             ThrottlePolicy::IoLess32 => self.balance_dirty_pages_v32_resume(pid, wb),
             ThrottlePolicy::IoLess => match self.balance_dirty_pages_resume(pid, wb) {
                 Some(at) => ThrottleStep::Sleep(at),
                 None => ThrottleStep::Done,
             },
-        }
+        };
+        self.throttle_stall(pid, step)
     }
 
     /// Pages a task can dirty before the next check could throttle it.

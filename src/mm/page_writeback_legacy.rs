@@ -139,7 +139,7 @@ impl Kernel {
         } else {
             self.legacy_ratelimit_pages()
         };
-        let cpu = self.tasks[pid].cpu;
+        let cpu = self.tasks[pid].cpu as usize;
         rl.saturating_sub(self.pgwb.bdp_ratelimits[cpu]).max(1)
     }
 
@@ -156,7 +156,7 @@ impl Kernel {
         } else {
             rlp
         };
-        let cpu = self.tasks[pid].cpu;
+        let cpu = self.tasks[pid].cpu as usize;
         let p = self.pgwb.bdp_ratelimits[cpu];
         if p < ratelimit {
             return None;

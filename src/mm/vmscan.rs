@@ -195,7 +195,10 @@ impl Kernel {
                 break;
             }
         }
-        self.tasks[pid].owed_sys += work * self.sc.machine.cost.reclaim_per_page;
+        let cpu = work * self.sc.machine.cost.reclaim_per_page;
+        self.tasks[pid].owed_sys += cpu;
+        // __perform_reclaim's memstall, until that CPU time has run
+        self.psi_direct_reclaim(pid, cpu);
         if self.tracer.on.mm_vmscan_direct_reclaim_end {
             self.trace_line(
                 pid,
@@ -308,7 +311,9 @@ impl Kernel {
                         }
                         return Action::Cpu { user: 0, sys: cost };
                     }
-                    // balance_pgdat returned: kswapd_try_to_sleep
+                    // balance_pgdat returned (its memstall ends):
+                    // kswapd_try_to_sleep
+                    self.psi_memstall_leave(pid);
                     if self.prepare_kswapd_sleep(st.idx) {
                         st.phase = KswapdPhase::Nap;
                         self.vmscan.kswapd_waiting = true;
@@ -336,6 +341,8 @@ impl Kernel {
             self.trace_line(pid, "mm_vmscan_kswapd_wake", format_args!("nid=0 order=0"));
         }
         self.vm.pageoutrun += 1;
+        // balance_pgdat runs in a memstall (psi_memstall_enter)
+        self.psi_memstall_enter(pid);
         st.phase = KswapdPhase::Balance;
         st.priority = DEF_PRIORITY;
         st.nr_reclaimed = 0;

@@ -497,7 +497,7 @@ impl Kernel {
         let t = &self.tasks[pid];
         let now = self.q.now();
         self.tracer
-            .emit(now, &t.comm, t.pid, t.cpu, ".....", event, args);
+            .emit(now, &t.comm, t.pid, t.cpu as usize, ".....", event, args);
     }
 
     /// A line from a timer callback in softirq context, where nothing else

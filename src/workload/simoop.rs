@@ -603,7 +603,8 @@ impl Kernel {
                         }
                     }
                     if !all {
-                        return Action::Block;
+                        // folio_wait_locked's io_schedule()
+                        return self.stalled(pid, crate::kernel::psi::Stall::Io, Action::Block);
                     }
                     let kib: u64 = files.iter().map(|&(_, a, b)| (b - a) * ps / 1024).sum();
                     let total: u64 = files.iter().map(|&(_, a, b)| b - a).sum();

@@ -51,6 +51,7 @@
 use super::job::{Dir, FioJob, FioSize, IoEngine, RandomDist, RateProcess, Rw};
 use super::stats::JobStats;
 use crate::fs::sync::{Fsync, FsyncStep};
+use crate::kernel::psi::Stall;
 use crate::kernel::{Action, Body, InodeId, Kernel, Pid};
 use crate::mm::readahead::FileRaState;
 use crate::sim::{Ns, Prng};
@@ -456,6 +457,16 @@ fn mix(mut z: u64) -> u64 {
 }
 
 /// What `fio_check` refuses.
+/// How an async clone's wait for completions stalls: io_uring's
+/// `io_cqring_wait_schedule` sets `in_iowait` while IO is pending (6.1);
+/// libaio's `read_events` sleeps interruptibly, not in iowait.
+fn reap_stall(t: &FioTask) -> Stall {
+    match t.job.ioengine {
+        IoEngine::IoUring => Stall::Io,
+        _ => Stall::None,
+    }
+}
+
 fn job_error(job: &FioJob, msg: impl std::fmt::Display) -> String {
     format!("{}: job `{}`: {msg}", job.origin, job.name)
 }
@@ -1013,7 +1024,7 @@ impl Kernel {
                         // io_getevents: wait for a completion
                         t.stage = Stage::Reaped;
                         self.fio.clones[t.ci].waits_io = true;
-                        return Action::Block;
+                        return self.stalled(pid, reap_stall(t), Action::Block);
                     }
                     let io = self.fio_next_io(t, now);
                     t.stage = Stage::RateWait(io);
@@ -1105,7 +1116,8 @@ impl Kernel {
                         };
                     }
                     t.stage = Stage::BufRead { io, started: true };
-                    return Action::Block;
+                    // folio_wait_locked (or a request tag): io_schedule()
+                    return self.stalled(pid, Stall::Io, Action::Block);
                 }
                 Stage::ReadCopy(io) => t.stage = Stage::Completed(io),
                 Stage::DioSubmit(io) => {
@@ -1122,7 +1134,8 @@ impl Kernel {
                     );
                     t.stage = Stage::DioWait(slot);
                     if wait {
-                        return Action::Block;
+                        // a request tag: io_schedule()
+                        return self.stalled(pid, Stall::Io, Action::Block);
                     }
                 }
                 Stage::DioWait(slot) => {
@@ -1131,7 +1144,8 @@ impl Kernel {
                     let Some(done) = io.done else {
                         t.stage = Stage::DioWait(slot);
                         c.waits_io = true;
-                        return Action::Block;
+                        // the direct IO's wait (blk_io_schedule)
+                        return self.stalled(pid, Stall::Io, Action::Block);
                     };
                     c.ios[slot] = None;
                     c.inflight -= 1;
@@ -1165,7 +1179,8 @@ impl Kernel {
                     );
                     t.stage = self.fio_after_io(t, io);
                     if wait {
-                        return Action::Block;
+                        // a request tag in io_submit: io_schedule()
+                        return self.stalled(pid, Stall::Io, Action::Block);
                     }
                 }
                 Stage::Reaped => {
@@ -1173,7 +1188,7 @@ impl Kernel {
                     if self.fio.clones[t.ci].inflight >= t.job.iodepth {
                         t.stage = Stage::Reaped;
                         self.fio.clones[t.ci].waits_io = true;
-                        return Action::Block;
+                        return self.stalled(pid, reap_stall(t), Action::Block);
                     }
                     t.stage = Stage::Next;
                     return Action::Cpu {
@@ -1200,7 +1215,7 @@ impl Kernel {
                     if self.fio.clones[t.ci].inflight > 0 {
                         t.stage = Stage::Drain;
                         self.fio.clones[t.ci].waits_io = true;
-                        return Action::Block;
+                        return self.stalled(pid, reap_stall(t), Action::Block);
                     }
                     t.stage = Stage::Closing(0);
                 }
