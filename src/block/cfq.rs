@@ -20,11 +20,25 @@
 //!   (`cfq_prio_to_slice`: `slice_sync` 100 ms, `slice_async` 40 ms at
 //!   level 4), which starts when its first request completes
 //!   (`cfq_completed_request`'s `slice_new`). A queue expires when its
-//!   slice is used or, async, when it runs empty; a sync queue that runs
-//!   empty is idled on for `slice_idle` (8 ms, `cfq_arm_slice_timer`).
-//!   Async requests wait while sync ones are in flight, and a queue keeps
-//!   at most `quantum` (8) in flight while others are busy
-//!   (`cfq_may_dispatch`).
+//!   slice is used or, async, when it runs empty (but see group idling);
+//!   a sync queue that runs empty is idled on for `slice_idle` (8 ms,
+//!   `cfq_arm_slice_timer`).
+//!   Async requests wait while sync ones are in flight, and while others
+//!   are busy a queue keeps at most `quantum / 2` (4) in flight, up to
+//!   `quantum` (8) only while `slice_idle` per request in flight stays
+//!   within its slice (`cfq_may_dispatch`, `cfq_slice_used_soon`): a
+//!   slice ends with about 4 requests left in the drive, not 8, and the
+//!   next group's slice starts when they are done.
+//! - **Group idling** (2.6.37's `group_idle`, 8 ms): a queue that is the
+//!   only busy one of its group is not expired, when empty or when its
+//!   slice is used, while the group has requests in the driver
+//!   (`cfq_select_queue`'s `check_group_idle`); it expires at its next
+//!   completion once the slice is used (`cfq_completed_request`). Emptied
+//!   at the slice's end, its slice is extended by `slice_idle`
+//!   (`cfq_should_wait_busy`), and it expires as soon as a request comes
+//!   (`wait_busy`). So a group whose submitters refill its queue while
+//!   its last requests are in flight keeps its place on the tree instead
+//!   of rejoining at the tail.
 //! - **Charging** (`cfq_group_served`): the slice time used
 //!   (`cfq_cfqq_slice_usage`: from the slice start, at most the allotted
 //!   slice; `max(now − dispatch start, 1 jiffy)` if it ended before its
@@ -35,7 +49,9 @@
 //!
 //! Not modelled: the workload types inside a group (sync-idle, sync-noidle,
 //! async trees and `cfq_choose_wl`: a group's queues simply take turns),
-//! low_latency's slice scaling, group_idle, queue preemption and
+//! low_latency's slice scaling, the think-time checks (a group's or
+//! task's mean think time against `group_idle` and the slice left),
+//! queue preemption and
 //! cooperation, the async dispatch ramp after sync IO, iops mode, and the
 //! legacy request lists (the blk-mq tags stand for them).
 
@@ -56,6 +72,9 @@ pub struct CfqTunables {
     pub slice_async: Ns,
     /// `slice_idle` (HZ/125).
     pub slice_idle: Ns,
+    /// `group_idle` (HZ/125, 2.6.37+): how long the only queue of a group
+    /// is kept in service while the group has requests in flight.
+    pub group_idle: Ns,
     /// `quantum`: 8.
     pub quantum: u32,
     /// `back_seek_max` (KiB) and `back_seek_penalty`.
@@ -75,6 +94,7 @@ impl Default for CfqTunables {
             slice_sync: 100 * NSEC_PER_MSEC,
             slice_async: 40 * NSEC_PER_MSEC,
             slice_idle: 8 * NSEC_PER_MSEC,
+            group_idle: 8 * NSEC_PER_MSEC,
             quantum: 8,
             back_seek_max: 16 * 1024,
             back_seek_penalty: 2,
@@ -126,6 +146,12 @@ pub struct Cfq {
     /// completion; None before), its first dispatch.
     pub allocated: Ns,
     pub slice_start: Option<Ns>,
+    /// `slice_end`: the slice start plus `allocated`, later if
+    /// `cfq_should_wait_busy` extended it.
+    pub slice_end: Ns,
+    /// `wait_busy`: the slice was extended for the group to get
+    /// backlogged again.
+    pub wait_busy: bool,
     pub dispatch_start: Ns,
     pub idling: bool,
     pub idle_gen: u32,
@@ -213,6 +239,56 @@ impl Cfq {
         Some(g)
     }
 
+    /// `cfqg->dispatched`: the group's requests in the driver.
+    pub fn group_dispatched(&self, g: usize) -> u32 {
+        self.queues
+            .iter()
+            .filter(|x| x.key.cg as usize == g)
+            .map(|x| x.dispatched)
+            .sum()
+    }
+
+    /// `cfq_select_queue`'s `check_group_idle` (2.6.37's group_idle): the
+    /// active queue, the only busy one of its group, is kept in service
+    /// (dispatching nothing) while the group has requests in the driver,
+    /// rather than expired, so that the group, about to run empty, is not
+    /// taken off the tree and put back at its tail when its submitters'
+    /// next requests come.
+    pub fn group_idle_holds(&self, g: usize) -> bool {
+        self.tun.group_idle > 0 && self.groups[g].rr.len() == 1 && self.group_dispatched(g) > 0
+    }
+
+    /// `cfq_slice_used_soon`: before the slice's first completion (its
+    /// length unknown), or when `slice_idle` per request in flight would
+    /// reach past its end.
+    pub fn slice_used_soon(&self, q: usize, now: Ns) -> bool {
+        self.slice_start.is_none()
+            || now + self.tun.slice_idle * u64::from(self.queues[q].dispatched) > self.slice_end
+    }
+
+    /// `cfq_may_dispatch`'s depth rule (2.6.33+): while other queues are
+    /// busy, the active queue keeps up to `quantum / 2` requests in the
+    /// driver, and up to `quantum` only while its slice is not about to
+    /// be used (`cfq_slice_used_soon`); alone, it has no limit. So a
+    /// slice ends with about `quantum / 2` of its requests still to
+    /// complete, which the next group waits behind.
+    pub fn depth_allows(&self, q: usize, now: Ns) -> bool {
+        let busy = self.queues.iter().filter(|x| x.busy).count();
+        let disp = self.queues[q].dispatched;
+        let mut max = (self.tun.quantum / 2).max(1);
+        if disp >= max {
+            if busy > 1 && self.slice_used_soon(q, now) {
+                return false;
+            }
+            max = if busy == 1 {
+                u32::MAX
+            } else {
+                self.tun.quantum
+            };
+        }
+        disp < max
+    }
+
     /// `cfq_prio_to_slice` at level 4.
     pub fn slice_of(&self, q: usize) -> Ns {
         if self.queues[q].key.is_sync() {
@@ -230,6 +306,42 @@ impl Cfq {
         }
     }
 
+    /// `cfq_completed_request` for a request of queue `q`: the first
+    /// completion of the active queue's slice starts it;
+    /// `cfq_should_wait_busy`: the group's only queue, empty, with its
+    /// slice used or at most a jiffy from its end, has the slice extended
+    /// by `slice_idle` (`group_idle` if that is 0), so that the group may
+    /// get backlogged again before it leaves the tree; an active queue
+    /// whose slice is used expires here, at its completion.
+    pub fn completed(&mut self, q: usize, now: Ns) {
+        self.queues[q].dispatched = self.queues[q].dispatched.saturating_sub(1);
+        let s = usize::from(self.queues[q].key.is_sync());
+        self.in_flight[s] = self.in_flight[s].saturating_sub(1);
+        if self.active != Some(q) {
+            return;
+        }
+        if self.slice_start.is_none() {
+            self.slice_start = Some(now);
+            self.slice_end = now + self.allocated;
+        }
+        let g = self.queues[q].key.cg as usize;
+        if self.queues[q].nr == 0
+            && self.groups[g].rr.len() == 1
+            && self.slice_end <= now + self.jiffy
+        {
+            self.slice_end = now
+                + if self.tun.slice_idle > 0 {
+                    self.tun.slice_idle
+                } else {
+                    self.tun.group_idle
+                };
+            self.wait_busy = true;
+        }
+        if now >= self.slice_end {
+            self.slice_expired(now);
+        }
+    }
+
     /// `cfq_slice_expired` → `__cfq_slice_expired` and `cfq_group_served`:
     /// charge the active queue's group, take the queue off its turn (to the
     /// back if still busy) and the group off the tree if it has no busy
@@ -239,6 +351,7 @@ impl Cfq {
             return;
         };
         self.idling = false;
+        self.wait_busy = false;
         self.idle_gen = self.idle_gen.wrapping_add(1);
         let g = self.queues[q].key.cg as usize;
         let used = self.slice_used(now);
@@ -302,18 +415,28 @@ impl Kernel {
                 c.active = Some(q);
                 c.allocated = c.slice_of(q);
                 c.slice_start = None;
+                c.wait_busy = false;
                 c.dispatch_start = now;
                 continue;
             };
             if c.idling {
                 return None;
             }
-            let used_up = c.slice_start.is_some_and(|s| now >= s + c.allocated);
-            let cq = &c.queues[q];
-            if used_up {
+            let g = c.queues[q].key.cg as usize;
+            // we waited for the group to get backlogged, and it did
+            if c.wait_busy && c.queues[q].nr > 0 {
                 c.slice_expired(now);
                 continue;
             }
+            let used_up = c.slice_start.is_some() && now >= c.slice_end;
+            if used_up {
+                if c.group_idle_holds(g) {
+                    return None;
+                }
+                c.slice_expired(now);
+                continue;
+            }
+            let cq = &c.queues[q];
             if cq.nr == 0 {
                 if cq.key.is_sync() && c.tun.slice_idle > 0 {
                     if cq.dispatched > 0 {
@@ -331,6 +454,9 @@ impl Kernel {
                     );
                     return None;
                 }
+                if c.group_idle_holds(g) {
+                    return None;
+                }
                 c.slice_expired(now);
                 continue;
             }
@@ -339,10 +465,10 @@ impl Kernel {
             if !sync && c.in_flight[1] > 0 {
                 return None;
             }
-            let busy = c.queues.iter().filter(|x| x.busy).count();
-            if busy > 1 && cq.dispatched >= c.tun.quantum {
+            if !c.depth_allows(q, now) {
                 return None;
             }
+            let cq = &c.queues[q];
             let t = c.tun;
             let (key, pos) = (cq.key, cq.next_pos);
             let i = self.elv_choose_rq(
@@ -368,18 +494,12 @@ impl Kernel {
         }
     }
 
-    /// `cfq_completed_request`: the first completion of a slice starts it.
+    /// `cfq_completed_request` ([`Cfq::completed`]).
     pub fn cfq_completed(&mut self, dev: DevId, key: QKey) {
         let now = self.now();
         let c = self.devs[dev].sched.cfq.as_mut().expect("cfq");
-        let Some(&q) = c.qmap.get(&key) else {
-            return;
-        };
-        c.queues[q].dispatched = c.queues[q].dispatched.saturating_sub(1);
-        let s = usize::from(key.is_sync());
-        c.in_flight[s] = c.in_flight[s].saturating_sub(1);
-        if c.active == Some(q) && c.slice_start.is_none() {
-            c.slice_start = Some(now);
+        if let Some(&q) = c.qmap.get(&key) {
+            c.completed(q, now);
         }
     }
 
@@ -462,5 +582,94 @@ mod tests {
         // a, though weight 1000, comes after b, the only group on the tree
         assert_eq!(c.groups[1].vdisktime, 1000 * ms + ms * 200 / 4096);
         assert_eq!(c.next_group(), Some(2));
+    }
+
+    #[test]
+    fn group_idle_keeps_a_groups_only_queue_while_it_has_requests_in_flight() {
+        let ms = NSEC_PER_MSEC;
+        let mut c = Cfq::new(CfqTunables::default(), &[500, 650, 100], ms);
+        let (a, b) = (c.queue(akey(1)), c.queue(akey(2)));
+        c.queues[a].nr = 1;
+        c.add_rr(a);
+        c.queues[b].nr = 1;
+        c.add_rr(b);
+        c.active = Some(a);
+        c.allocated = c.slice_of(a);
+        c.dispatch_start = 0;
+        // a dispatched its only request: empty, one in flight
+        c.queues[a].nr = 0;
+        c.queues[a].dispatched = 1;
+        assert_eq!(c.group_dispatched(1), 1);
+        assert!(c.group_idle_holds(1));
+        // not with group_idle off, nor with another busy queue in the group
+        let mut off = c.clone();
+        off.tun.group_idle = 0;
+        assert!(!off.group_idle_holds(1));
+        let mut two = c.clone();
+        let a2 = two.queue(QKey {
+            sync_pid: 7,
+            ..akey(1)
+        });
+        two.queues[a2].nr = 1;
+        two.add_rr(a2);
+        assert!(!two.group_idle_holds(1));
+        // its completion starts the slice (40 ms): a stays in service
+        c.completed(a, 5 * ms);
+        assert_eq!(c.active, Some(a));
+        assert_eq!((c.slice_start, c.slice_end), (Some(5 * ms), 45 * ms));
+        assert!(!c.group_idle_holds(1) && !c.wait_busy);
+        // a request came, was dispatched and completes when the slice is
+        // used with a empty: the slice is extended by slice_idle
+        c.queues[a].dispatched = 1;
+        c.completed(a, 45 * ms);
+        assert_eq!(c.active, Some(a));
+        assert!(c.wait_busy);
+        assert_eq!(c.slice_end, 53 * ms);
+        // with requests queued, a completion after the slice's end expires it
+        let mut d = Cfq::new(CfqTunables::default(), &[500, 650], ms);
+        let q = d.queue(akey(1));
+        d.queues[q].nr = 3;
+        d.add_rr(q);
+        d.active = Some(q);
+        d.allocated = d.slice_of(q);
+        d.queues[q].dispatched = 2;
+        d.completed(q, 0);
+        d.completed(q, 40 * ms);
+        assert_eq!(d.active, None);
+        assert_eq!(d.groups[1].vdisktime, 40 * ms * 500 / 650);
+    }
+
+    #[test]
+    fn a_queue_keeps_half_the_quantum_in_flight_near_its_slices_end() {
+        let ms = NSEC_PER_MSEC;
+        let mut c = Cfq::new(CfqTunables::default(), &[500, 650, 100], ms);
+        let (a, b) = (c.queue(akey(1)), c.queue(akey(2)));
+        c.queues[a].nr = 20;
+        c.add_rr(a);
+        c.active = Some(a);
+        c.allocated = c.slice_of(a);
+        // alone on the device: no limit
+        c.queues[a].dispatched = 30;
+        assert!(c.depth_allows(a, 0));
+        c.queues[b].nr = 1;
+        c.add_rr(b);
+        // before its first completion: quantum / 2
+        c.queues[a].dispatched = 3;
+        assert!(c.depth_allows(a, 0));
+        c.queues[a].dispatched = 4;
+        assert!(!c.depth_allows(a, 0));
+        // the slice started at 0 and ends at 40 ms: 4 in flight may grow
+        // to 6 early on (8 ms each within the 40 left), not near the end
+        c.slice_start = Some(0);
+        c.slice_end = 40 * ms;
+        assert!(c.depth_allows(a, 0));
+        c.queues[a].dispatched = 5;
+        assert!(c.depth_allows(a, 0));
+        c.queues[a].dispatched = 6;
+        assert!(!c.depth_allows(a, 0));
+        c.queues[a].dispatched = 4;
+        assert!(!c.depth_allows(a, 10 * ms));
+        c.queues[a].dispatched = 3;
+        assert!(c.depth_allows(a, 39 * ms));
     }
 }

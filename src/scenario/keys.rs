@@ -172,6 +172,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("devices.NAME.queue.iosched.low_latency", "0", ALL, "0", "BFQ's `low_latency`: weight raising is not modelled, only 0 is accepted"),
     k("devices.NAME.queue.iosched.slice_sync", "100", ALL, "50", "CFQ's `slice_sync` (ms): a sync queue's slice"),
     k("devices.NAME.queue.iosched.slice_async", "40", ALL, "20", "CFQ's `slice_async` (ms): an async queue's slice"),
+    k("devices.NAME.queue.iosched.group_idle", "8", ALL, "0", "CFQ's `group_idle` (ms, 2.6.37+): a group's only queue stays in service while the group has requests in flight"),
     k("devices.NAME.queue.iosched.quantum", "8", ALL, "4", "CFQ's `quantum`: requests a queue may have in flight while others are busy"),
     k("devices.NAME.queue.cfq.async_in_root", "true", ALL, "false", "CFQ's async queues: `true` all in the root group (2011, before TerAvest's patches), `false` per cgroup with per-cgroup request lists (after)"),
     k("devices.NAME.io.cost.qos", "enable=0", ALL, "\"enable=1 min=100 max=100\"", "io.cost: the root's `io.cost.qos` line without MAJ:MIN; `enable=1` with a fixed vrate (`min` = `max`, %)"),

@@ -684,6 +684,7 @@ pub(crate) const DEVICE_KEYS: &[&str] = &[
     "queue.iosched.slice_sync",
     "queue.iosched.slice_async",
     "queue.iosched.quantum",
+    "queue.iosched.group_idle",
     "queue.cfq.async_in_root",
     "io.cost.qos",
     "io.cost.model",
@@ -1385,6 +1386,7 @@ fn parse_prop_iosched(
     ];
     const CFQ: &[&str] = &[
         "slice_idle",
+        "group_idle",
         "slice_sync",
         "slice_async",
         "quantum",
@@ -1438,6 +1440,7 @@ fn parse_prop_iosched(
                 c.slice_idle = v * ms;
             }
             "slice_idle_us" => b.slice_idle = v * 1000,
+            "group_idle" => c.group_idle = v * ms,
             "timeout_sync" => {
                 pos("a timeout in ms")?;
                 b.timeout_sync = v * ms
