@@ -140,7 +140,11 @@ impl Kernel {
     }
 
     fn devs_unplugs(&mut self, depth: usize) {
-        self.unplug_depths.push(depth as u32);
+        if self.unplug_depths.len() <= depth {
+            self.unplug_depths.resize(depth + 1, 0);
+        }
+        self.unplug_depths[depth] += 1;
+        self.last_unplug_depth = depth as u32;
     }
 
     /// `blk_mq_submit_bio`. Returns true if the submitter must sleep for a
@@ -650,6 +654,12 @@ mod tests {
         assert_eq!(plugged(&k), vec![(0, 16), (100, 8)]);
     }
 
+    /// The plug flushes so far: (depth, how many).
+    fn flushes(k: &Kernel) -> Vec<(usize, u64)> {
+        let d = k.unplug_depths.iter().enumerate();
+        d.filter(|&(_, &n)| n > 0).map(|(i, &n)| (i, n)).collect()
+    }
+
     #[test]
     fn plug_flushes_at_128k_and_at_32_requests() {
         let mut k = machine(&["devices.sda.queue.nr_requests=1000"]);
@@ -658,7 +668,7 @@ mod tests {
         k.submit_bio(bio(&k, 0, 256));
         k.submit_bio(bio(&k, 1000, 8));
         assert_eq!(plugged(&k), vec![(1000, 8)]);
-        assert_eq!(k.unplug_depths, vec![1]);
+        assert_eq!(flushes(&k), vec![(1, 1)]);
         // 32 small requests, then the 33rd flushes them
         for i in 1..32 {
             k.submit_bio(bio(&k, 1000 + i * 100, 8));
@@ -666,7 +676,7 @@ mod tests {
         assert_eq!(plugged(&k).len(), 32);
         k.submit_bio(bio(&k, 9999, 8));
         assert_eq!(plugged(&k).len(), 1);
-        assert_eq!(k.unplug_depths, vec![1, 32]);
+        assert_eq!(flushes(&k), vec![(1, 1), (32, 1)]);
         // size and segment limits stop merging
         k.blk_finish_plug(0, true);
         k.blk_start_plug(0);
@@ -680,7 +690,7 @@ mod tests {
         // request, and the big one (>= 128 KiB) was flushed
         k.submit_bio(bio(&k, 20000 + 2552, 16));
         assert_eq!(plugged(&k), vec![(22552, 16)]);
-        assert_eq!(*k.unplug_depths.last().unwrap(), 1);
+        assert_eq!(k.last_unplug_depth, 1);
     }
 
     #[test]

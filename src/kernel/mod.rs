@@ -211,8 +211,11 @@ pub struct Kernel {
     pub free_reqs: Vec<crate::block::blk_mq::ReqId>,
     /// Emptied `Request::pieces` vectors, reused by new requests.
     pub piece_pool: Vec<Vec<crate::kernel::BioId>>,
-    /// Depth of every plug flush (for the summary).
-    pub unplug_depths: Vec<u32>,
+    /// Plug flushes by depth: `unplug_depths[d]` flushes issued `d`
+    /// requests (bounded by the plug's request limit, not by the IOs),
+    /// and the last flush's depth.
+    pub unplug_depths: Vec<u64>,
+    pub last_unplug_depth: u32,
     pub tasks: Vec<Task>,
     pub cpus: Vec<Cpu>,
     /// The run queue and the scheduler's state (`struct rq`).
@@ -309,6 +312,7 @@ impl Kernel {
             free_reqs: Vec::new(),
             piece_pool: Vec::new(),
             unplug_depths: Vec::new(),
+            last_unplug_depth: 0,
             tasks: Vec::new(),
             cpus: (0..ncpu).map(|_| Cpu::default()).collect(),
             rq: sched::Rq::new(&sc.machine),
