@@ -270,7 +270,10 @@ impl Psi {
     /// the time since the last change goes to the states that held.
     pub fn change(&mut self, cpu: usize, now: Ns, clear: u8, set: u8, curr_memstall: bool) {
         let c = &mut self.cpus[cpu];
-        for t in 0..NR_PSI_TASK_COUNTS {
+        let mut bits = (clear | set) & ((1 << NR_PSI_TASK_COUNTS) - 1);
+        while bits != 0 {
+            let t = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
             if clear & (1 << t) != 0 {
                 c.tasks[t] = c.tasks[t].saturating_sub(1);
             }
@@ -280,8 +283,14 @@ impl Psi {
         }
         c.curr_memstall = curr_memstall;
         let mask = c.mask();
-        c.record_times(now);
-        c.state_mask = mask;
+        // record_times runs at every change in the kernel; while the
+        // states hold, the time since `state_start` is the same sum
+        // whether it is added now or at the next change of state (or read
+        // by `collect`), so it is added only then
+        if mask != c.state_mask || now < c.state_start {
+            c.record_times(now);
+            c.state_mask = mask;
+        }
     }
 
     /// The current task of `cpu` changes (TSK_ONCPU moves).
