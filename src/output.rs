@@ -192,6 +192,8 @@ pub fn simulate_with(
     let mut summary = Summary::compute(&obs);
     summary.simoop = k.simoop_summary();
     summary.pressure = pressure_summary;
+    summary.bcache = k.bcache_summary();
+    summary.fio = crate::workload::fio::report::fio_summary(&k.sc, &k.fio.clones);
     let (thresh, bg) =
         domain_dirty_limits(&sc.vm, sc.machine.page_size, k.global_dirtyable_memory());
     let vmstat = k.vm.render(thresh, bg);

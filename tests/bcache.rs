@@ -196,6 +196,35 @@ fn seed_004_reaches_the_sync_cutoff_only_without_the_fragmentation_term() {
     assert!(min_late >= 70, "in_use {min_late}");
     let merged = run(&src, &["run.duration=900s"]);
     assert!(max_after(&merged, 0.0) < 70, "{}", max_after(&merged, 0.0));
+    // summary.json says the same: buckets in use against the sync cutoff,
+    // and the writes' completion latency (the backing disk's once past
+    // the cutoff, the cache's with the fragmentation term)
+    let (bn, bm) = (&none.summary.bcache[0], &merged.summary.bcache[0]);
+    assert_eq!(bn.name, "bcache0");
+    assert!(
+        bn.in_use_max > 70 && bn.past_sync_cutoff_pct > 20.0,
+        "{bn:?}"
+    );
+    assert_eq!(bm.in_use_max as i64, max_after(&merged, 0.0));
+    assert_eq!(bm.past_sync_cutoff_pct, 0.0, "{bm:?}");
+    let p99 = |r: &RunResult| r.summary.fio[0].write.as_ref().expect("writes").clat_p99_us;
+    assert!(
+        p99(&none) >= 10.0 * p99(&merged),
+        "{} {}",
+        p99(&none),
+        p99(&merged)
+    );
+    assert!(p99(&merged) < 100.0, "{}", p99(&merged));
+    // and `wbsim compare` shows them by default
+    let a = serde_json::to_value(&none.summary).unwrap();
+    let b = serde_json::to_value(&merged.summary).unwrap();
+    let rows = wbsim::cli::compare::rows(&a, &b, false);
+    for key in [
+        "bcache.bcache0.past_sync_cutoff_pct",
+        "fio.random-writers.write.clat_p99_us",
+    ] {
+        assert!(rows.iter().any(|r| r.metric == key), "no {key} row");
+    }
 }
 
 /// bcache's timers are on the timer wheel: the rate update's delayed work

@@ -59,6 +59,17 @@ fn classify(key: &str) -> (&'static str, &'static str) {
     if key.contains("cs_per_task_s") {
         return ("CPU", "/task/s");
     }
+    if key.starts_with("bcache.") {
+        let unit = match last {
+            "dirty_data_mib" => "MiB",
+            _ => "%",
+        };
+        return ("bcache", unit);
+    }
+    if key.starts_with("fio.") {
+        let unit = if last == "ios" { "IOs" } else { "us" };
+        return ("fio latency", unit);
+    }
     if key.starts_with("simoop.") {
         let unit = if last.ends_with("_us") { "us" } else { "/s" };
         return ("simoop", unit);
@@ -123,6 +134,14 @@ const DEFAULT_ROWS: &[&str] = &[
     "simoop.alloc_p99_us",
     "simoop.work_rate",
     "simoop.alloc_stall_rate",
+    "bcache.*.in_use_p50",
+    "bcache.*.in_use_max",
+    "bcache.*.past_sync_cutoff_pct",
+    "bcache.*.dirty_data_mib",
+    "fio.*.read.clat_p50_us",
+    "fio.*.read.clat_p99_us",
+    "fio.*.write.clat_p50_us",
+    "fio.*.write.clat_p99_us",
 ];
 
 fn matches(pattern: &str, key: &str) -> bool {

@@ -538,6 +538,13 @@ pub struct Summary {
     /// Memory and IO pressure (PSI), read back from `pressure.txt`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub pressure: Option<pressure::PressureSummary>,
+    /// Per bcache device (a run with one only).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub bcache: Vec<crate::drivers::bcache::BcacheSummary>,
+    /// Per fio job (a run with fio jobs only): completion latency
+    /// percentiles over the whole job, as fio's own report has them.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub fio: Vec<crate::workload::fio::report::FioSummary>,
 }
 
 #[derive(Serialize, Debug, Deserialize)]
@@ -709,6 +716,8 @@ impl Summary {
             events_simulated: o.events_simulated,
             simoop: None,
             pressure: None,
+            bcache: Vec::new(),
+            fio: Vec::new(),
             cgroups: o
                 .cgroups
                 .iter()

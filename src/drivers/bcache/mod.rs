@@ -329,6 +329,20 @@ pub enum Op {
     },
 }
 
+/// A bcache device's figures in summary.json (`bcache`): `in_use` (the
+/// percentage of buckets holding data, as `cache_available_percent` is 100
+/// less it) at the median and the highest of the window's samples, the
+/// share of the samples above `cutoff_writeback_sync` (where every write
+/// goes to the backing device), and `dirty_data` at the end.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
+pub struct BcacheSummary {
+    pub name: String,
+    pub in_use_p50: u64,
+    pub in_use_max: u64,
+    pub past_sync_cutoff_pct: f64,
+    pub dirty_data_mib: f64,
+}
+
 /// A bcache device's driver state (`struct cached_dev` and its cache set).
 pub struct BcacheState {
     pub conf: BcacheConf,
@@ -359,6 +373,9 @@ pub struct BcacheState {
     pub alloc_wait: std::collections::VecDeque<(BioId, u64, u64)>,
     /// `writeback_rate_debug` and the other sysfs files, sampled.
     pub samples: String,
+    /// The samples in the measurement window by `in_use` (0..=100), for
+    /// the summary.
+    pub in_use_samples: Vec<u64>,
     pub sample_t0: Option<crate::sim::Ns>,
     pub dev_index: u32,
     /// A read's parts (start, sectors, the cache sector of a hit), kept to
@@ -395,6 +412,7 @@ impl BcacheState {
             bdev_sectors,
             alloc_wait: Default::default(),
             samples: String::new(),
+            in_use_samples: vec![0; 101],
             sample_t0: None,
             dev_index: 0,
             read_parts: Vec::new(),
@@ -530,6 +548,49 @@ impl Kernel {
             dbg
         );
         b.samples.push_str(&line);
+        if now >= self.sc.run.warmup {
+            let b = self.bcache(dev);
+            b.in_use_samples[b.set.in_use.clamp(0, 100) as usize] += 1;
+        }
+    }
+
+    /// summary.json's `bcache`: per bcache device, its buckets in use over
+    /// the window's samples against the sync cutoff, and its dirty data at
+    /// the end.
+    pub fn bcache_summary(&self) -> Vec<BcacheSummary> {
+        let mut out = Vec::new();
+        for d in &self.devs {
+            let crate::drivers::Driver::Bcache(b) = &d.driver else {
+                continue;
+            };
+            let h = &b.in_use_samples;
+            let n: u64 = h.iter().sum();
+            // the lowest in_use at which the samples so far reach half
+            let mut acc = 0;
+            let p50 = h.iter().position(|&c| {
+                acc += c;
+                n > 0 && 2 * acc >= n
+            });
+            let past: u64 = h
+                .iter()
+                .enumerate()
+                .filter(|&(i, _)| i as i64 > b.conf.cutoff_writeback_sync)
+                .map(|(_, &c)| c)
+                .sum();
+            out.push(BcacheSummary {
+                name: d.name.clone(),
+                in_use_p50: p50.unwrap_or(0) as u64,
+                in_use_max: h.iter().rposition(|&c| c > 0).unwrap_or(0) as u64,
+                past_sync_cutoff_pct: if n == 0 {
+                    0.0
+                } else {
+                    (past as f64 * 1000.0 / n as f64).round() / 10.0
+                },
+                dirty_data_mib: ((b.set.dirty_sectors as f64 * 512.0 / 1048576.0) * 10.0).round()
+                    / 10.0,
+            });
+        }
+        out
     }
 
     /// The run's bcache output files: `bcache-NAME.txt` per device, its

@@ -209,3 +209,61 @@ mod tests {
         );
     }
 }
+
+/// One direction of a [`FioSummary`]: its IOs and their completion
+/// latency (fio's `clat`), µs.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
+pub struct FioDirSummary {
+    pub ios: u64,
+    pub clat_p50_us: f64,
+    pub clat_p99_us: f64,
+    pub clat_max_us: f64,
+}
+
+/// A fio job's figures in summary.json (`fio`): its clones together, per
+/// direction that did IO, the completion latency percentiles from fio's
+/// histogram (`calc_clat_percentiles`, as fio.json's `clat_ns`
+/// percentiles) over the whole job.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Clone, PartialEq)]
+pub struct FioSummary {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub read: Option<FioDirSummary>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub write: Option<FioDirSummary>,
+}
+
+/// summary.json's `fio`, in the scenario's job order.
+pub fn fio_summary(sc: &Scenario, clones: &[super::engine::FioClone]) -> Vec<FioSummary> {
+    let us = |ns: u64| (ns as f64 / 100.0).round() / 10.0;
+    let mut out = Vec::new();
+    for (j, job) in sc.jobs.iter().enumerate() {
+        if !matches!(job.kind, JobKind::Fio(_)) {
+            continue;
+        }
+        let dir = |d: usize| {
+            let mut h = super::stats::Hist::default();
+            let (mut ios, mut max) = (0, 0);
+            for c in clones.iter().filter(|c| c.job == j) {
+                h.merge(&c.stats.clat_hist[d]);
+                ios += c.stats.clat[d].samples;
+                max = max.max(c.stats.clat[d].max);
+            }
+            (ios > 0).then(|| {
+                let p = h.percentiles(ios, &[50.0, 99.0]);
+                FioDirSummary {
+                    ios,
+                    clat_p50_us: us(p[0]),
+                    clat_p99_us: us(p[1]),
+                    clat_max_us: us(max),
+                }
+            })
+        };
+        out.push(FioSummary {
+            name: job.name.clone(),
+            read: dir(0),
+            write: dir(1),
+        });
+    }
+    out
+}
