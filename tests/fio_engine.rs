@@ -593,3 +593,38 @@ fn a_new_loop_writes_the_files_dirty_pages_back_first() {
         k.devs[0].stat.write_sectors * 512
     );
 }
+
+/// summary.json's `fio`: a job's clones summed, and a lone clone's p50
+/// and p99 those of its clat histogram by fio's percentile rule (what
+/// fio.json's `clat_ns` percentiles print).
+#[test]
+fn the_summary_has_each_jobs_clat_percentiles_as_fio_json_does() {
+    let sc = scenario("type = \"throttled\"\nwrite_bps = \"50MiB/s\"", "4s");
+    let mut j = job("rw", Rw::RandWrite, 64 << 10);
+    j.direct = true;
+    j.size = Some(FioSize::Bytes(1 << 30));
+    j.time_based = true;
+    let one = run(&sc, vec![j.clone()]);
+    let s = wbsim::workload::fio::report::fio_summary(&one.sc, &one.fio.clones);
+    assert_eq!(s.len(), 1);
+    assert_eq!(s[0].name, "rw");
+    assert!(s[0].read.is_none());
+    let w = s[0].write.as_ref().expect("writes");
+    let st = &one.fio.clones[0].stats;
+    assert_eq!(w.ios, st.clat[1].samples);
+    let p = st.clat_hist[1].percentiles(st.clat[1].samples, &[50.0, 99.0]);
+    assert_eq!(w.clat_p99_us, (p[1] as f64 / 100.0).round() / 10.0);
+    assert_eq!(w.clat_p50_us, (p[0] as f64 / 100.0).round() / 10.0);
+    // blk-throttle passes a slice's budget at once: most writes complete
+    // at once, the one over the budget waits for the next slice
+    assert!(w.clat_p50_us < 100.0 && w.clat_p99_us > 50_000.0, "{w:?}");
+    assert!(w.clat_p99_us <= w.clat_max_us);
+    // two clones: one job, the IOs of both
+    j.numjobs = 2;
+    let two = run(&sc, vec![j]);
+    let s = wbsim::workload::fio::report::fio_summary(&two.sc, &two.fio.clones);
+    assert_eq!(s.len(), 1);
+    let ios: u64 = two.fio.clones.iter().map(|c| c.stats.clat[1].samples).sum();
+    assert_eq!(s[0].write.as_ref().unwrap().ios, ios);
+    assert!(two.fio.clones.iter().all(|c| c.stats.clat[1].samples > 0));
+}
