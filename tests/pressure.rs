@@ -130,3 +130,91 @@ fn reclaim_is_memory_pressure_and_kswapd_on_its_cpu_is_full() {
         assert!(total >= prev, "{l}");
     }
 }
+
+/// Each cgroup's `io.pressure` counts its own tasks only: A's writer,
+/// held by io.max at 10 MiB/s, stalls on IO through the run; B's, which
+/// writes 1 MiB and exits, hardly at all; the root's file is
+/// /proc/pressure/io's. The invariants check every cgroup's per-CPU
+/// counts against its tasks as the run goes.
+#[test]
+fn a_cgroups_io_pressure_is_its_own_tasks_stalls() {
+    let src = std::fs::read_to_string("examples/cgroup/iomax-10-25.toml").expect("example");
+    let sets = ["jobs.b.size=1M".to_string(), "run.duration=12s".to_string()];
+    let sc = Scenario::load_str(&src, "iomax-10-25.toml", "t", &sets).expect("scenario");
+    let mut k = Kernel::new(sc, Tracer::disabled());
+    let mut n = 0u64;
+    while k.step() {
+        n += 1;
+        if n.is_multiple_of(53) {
+            if let Err(e) = k.check_invariants() {
+                panic!("after event {n} at {} ns: {e}", k.now());
+            }
+        }
+    }
+    let files = k.cgroup_files();
+    let file = |name: &str| {
+        let (_, b) = files
+            .iter()
+            .find(|(n, _)| n == name)
+            .unwrap_or_else(|| panic!("no {name}"));
+        String::from_utf8(b.clone()).unwrap()
+    };
+    let total = |text: &str, line: &str| -> u64 {
+        let l = text.lines().find(|l| l.starts_with(line)).expect(line);
+        l.rsplit("total=").next().unwrap().parse().unwrap()
+    };
+    let (a, b, root) = (
+        file("cgroup/A/io.pressure"),
+        file("cgroup/B/io.pressure"),
+        file("cgroup/io.pressure"),
+    );
+    // A stalls for most of 12 s, B for well under a second
+    assert!(total(&a, "some") > 8_000_000, "{a}");
+    assert!(total(&b, "some") < 1_000_000, "{b}");
+    // the system's some covers A's; the root's file is the system's
+    assert!(
+        total(&root, "some") >= total(&a, "some") - 10_000,
+        "{root} {a}"
+    );
+    let last = k
+        .psi
+        .text
+        .lines()
+        .rev()
+        .find(|l| l.contains(" io some "))
+        .unwrap();
+    assert!(
+        last.ends_with(root.lines().next().unwrap()),
+        "{last} / {root}"
+    );
+    assert!(file("cgroup/A/memory.pressure").starts_with("some avg10=0.00"));
+}
+
+/// The cgroups' PSI counts follow their tasks through readers under BFQ,
+/// io.cost and the seed's isolation experiment
+/// (wakeups, migrations between the CPUs, exits).
+#[test]
+fn every_cgroups_psi_counts_follow_its_tasks() {
+    for ex in [
+        "examples/cgroup/bfq-readers.toml",
+        "examples/cgroup/iocost-weights.toml",
+        "examples/seed-003/isolation/exp3-after.toml",
+    ] {
+        let src = std::fs::read_to_string(ex).unwrap_or_else(|e| panic!("{ex}: {e}"));
+        let sets = ["run.duration=6s".to_string(), "run.warmup=1s".to_string()];
+        let sc = Scenario::load_str(&src, ex, "t", &sets).expect("scenario");
+        assert!(!sc.cgroups.is_empty(), "{ex} has cgroups");
+        let mut k = Kernel::new(sc, Tracer::disabled());
+        let mut n = 0u64;
+        while k.step() {
+            n += 1;
+            if n.is_multiple_of(37) {
+                if let Err(e) = k.check_invariants() {
+                    panic!("{ex}: after event {n} at {} ns: {e}", k.now());
+                }
+            }
+        }
+        k.check_invariants()
+            .unwrap_or_else(|e| panic!("{ex} at the end: {e}"));
+    }
+}

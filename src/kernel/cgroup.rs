@@ -329,6 +329,12 @@ impl Kernel {
             });
         }
         self.cg.enabled = !self.sc.cgroups.is_empty();
+        if self.cg.enabled {
+            // each cgroup's pressure (`psi_cgroup_alloc`), the root's the
+            // system's
+            let p = super::psi::Psi::new(self.cpus.len(), self.sc.machine.hz);
+            self.psi.groups = vec![p; list.len()];
+        }
         self.cg.list = list;
     }
 
@@ -358,15 +364,18 @@ impl Kernel {
     /// line per device it did IO on (`MAJ:MIN rbytes= wbytes= rios= wios=
     /// dbytes= dios=`), memory.stat the page-cache lines wbsim keeps, in
     /// bytes.
-    pub fn cgroup_files(&self) -> Vec<(String, Vec<u8>)> {
+    pub fn cgroup_files(&mut self) -> Vec<(String, Vec<u8>)> {
         let ps = self.page_size();
         let mut out = Vec::new();
-        for c in &self.cg.list {
+        for (ci, c) in self.cg.list.clone().iter().enumerate() {
             let dir = if c.id == 1 {
                 "cgroup".to_string()
             } else {
                 format!("cgroup/{}", c.name)
             };
+            let (io, mem) = self.psi_cgroup_show(ci);
+            out.push((format!("{dir}/io.pressure"), io.into_bytes()));
+            out.push((format!("{dir}/memory.pressure"), mem.into_bytes()));
             let mut io = String::new();
             for (d, s) in c.io.iter().enumerate() {
                 if *s == IoStat::default() {

@@ -758,6 +758,26 @@ impl Kernel {
                 ));
             }
         }
+        // each cgroup's group counts its own tasks, and sees the CPU's
+        // current task only if it is one of them
+        for (g, grp) in self.psi.groups.iter().enumerate().skip(1) {
+            let mut counts = vec![[0u32; 4]; self.cpus.len()];
+            for t in (0..self.tasks.len()).filter(|&t| self.task_cgroup(t) == g) {
+                let f = self.tasks[t].psi_flags;
+                for (b, n) in counts[self.tasks[t].cpu as usize].iter_mut().enumerate() {
+                    *n += u32::from(f & (1 << b) != 0);
+                }
+            }
+            for (c, want) in counts.iter().enumerate() {
+                let cur = self.cpus[c].cur.filter(|&p| self.task_cgroup(p) == g);
+                if grp.cpus[c].tasks != *want || grp.cpus[c].curr != cur {
+                    return Err(format!(
+                        "cgroup {g} cpu {c}: psi counts {:?} (current {:?}) != its tasks' {want:?} (current {cur:?})",
+                        grp.cpus[c].tasks, grp.cpus[c].curr
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 }

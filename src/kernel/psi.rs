@@ -35,8 +35,13 @@
 //! and stops while the system is idle (its catch-up gives the same
 //! zeros). No event is added: the simulation runs as without PSI. A
 //! read (each `run.sample_interval`) folds the per-CPU times as
-//! `psi_show` does. CPU and IRQ pressure, cgroup pressure and triggers
-//! are not modelled, nor the memstalls this model has no cause for:
+//! `psi_show` does. With cgroups, each non-root cgroup has a group of its
+//! own (`cgroup->psi`, whose per-CPU counts are its tasks'; one level,
+//! as the scenario's cgroups are), changed beside the system's on every
+//! task change (`psi_group_change` for each group of the task's walk), and
+//! read at the end into `cgroup/NAME/io.pressure` and `memory.pressure`
+//! (the root's are the system's). CPU and IRQ pressure and triggers are
+//! not modelled, nor the memstalls this model has no cause for:
 //! refaults of workingset pages (`folio_wait_bit_common`, readahead of
 //! them), swap-in, compaction, memcg reclaim and `memory.high` throttling.
 
@@ -246,6 +251,10 @@ pub struct Psi {
     pub owed: std::collections::BTreeMap<Pid, Ns>,
     /// pressure.txt's lines so far.
     pub text: String,
+    /// Each non-root cgroup's own pressure (`cgroup->psi`), by cgroup
+    /// index (the root's is the system's, as in the kernel): the same
+    /// per-CPU counts for the cgroup's tasks only. Empty without cgroups.
+    pub groups: Vec<Psi>,
     /// The readings summary.json's `pressure` is made of.
     pub readings: crate::metrics::pressure::Readings,
 }
@@ -501,6 +510,9 @@ impl Kernel {
                 }
             }
             self.psi.avgs_work(t);
+            for g in &mut self.psi.groups {
+                g.avgs_work(t);
+            }
         }
     }
 
@@ -512,7 +524,9 @@ impl Kernel {
 
     /// `psi_task_change` with, if `curr` is Some, the CPU's current task
     /// changing in the same step (`psi_task_switch`: TSK_ONCPU moves with
-    /// the task's other flags).
+    /// the task's other flags). The change goes to the system's group and,
+    /// for a task in a cgroup, to its cgroup's (`psi_group_change` for
+    /// each group of `task_psi_group`'s walk).
     #[inline]
     fn psi_task_switch(&mut self, pid: Pid, at: Ns, clear: u8, set: u8, curr: Option<Option<Pid>>) {
         let t = &mut self.tasks[pid];
@@ -527,6 +541,39 @@ impl Kernel {
             .curr
             .is_some_and(|c| self.tasks[c].psi_hold != 0);
         self.psi.change(cpu, at, clear, set, cm);
+        if !self.psi.groups.is_empty() {
+            self.psi_group_switch(pid, cpu, at, clear, set, curr);
+        }
+    }
+
+    /// The cgroup's part of [`Kernel::psi_task_switch`]: the task's
+    /// counts, and the CPU's current task as far as the cgroup sees it
+    /// (its own task, or none).
+    #[cold]
+    #[inline(never)]
+    fn psi_group_switch(
+        &mut self,
+        pid: Pid,
+        cpu: usize,
+        at: Ns,
+        clear: u8,
+        set: u8,
+        curr: Option<Option<Pid>>,
+    ) {
+        let g = self.task_cgroup(pid);
+        if g == 0 || g >= self.psi.groups.len() {
+            return;
+        }
+        let grp = &mut self.psi.groups[g];
+        match curr {
+            Some(Some(c)) => grp.cpus[cpu].curr = Some(c),
+            Some(None) if grp.cpus[cpu].curr == Some(pid) => grp.cpus[cpu].curr = None,
+            _ => {}
+        }
+        let cm = grp.cpus[cpu]
+            .curr
+            .is_some_and(|c| self.tasks[c].psi_hold != 0);
+        self.psi.groups[g].change(cpu, at, clear, set, cm);
     }
 
     /// Add `bit` to what holds task `pid` in its memstall at `at`: the
@@ -725,7 +772,26 @@ impl Kernel {
         }
         if oncpu {
             self.psi.set_curr(cpu, now, None, false);
+            let g = self.task_cgroup(pid);
+            if let Some(grp) = self.psi.groups.get_mut(g).filter(|_| g > 0) {
+                if grp.cpus[cpu].curr == Some(pid) {
+                    grp.set_curr(cpu, now, None, false);
+                }
+            }
         }
+    }
+
+    /// `cgroup/NAME/io.pressure` and `memory.pressure` of cgroup `g` now
+    /// (the root's are the system's), as the files print.
+    pub fn psi_cgroup_show(&mut self, g: usize) -> (String, String) {
+        self.psi_catch_up_all();
+        let now = self.now();
+        let p = if g > 0 && g < self.psi.groups.len() {
+            &mut self.psi.groups[g]
+        } else {
+            &mut self.psi
+        };
+        (p.show(now, false), p.show(now, true))
     }
 
     /// Everything due on every CPU by now.
