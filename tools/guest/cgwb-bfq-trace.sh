@@ -1,0 +1,80 @@
+#!/bin/sh
+# wbsim helper: the writers' half of cgwb-bfq.sh (two cgroups, io.bfq.weight
+# A 100 and B 200, a buffered dd writer in each) with the blk tracer on the
+# slow disk, to see BFQ's own log: how often bfq_limit_depth finds a
+# cgroup over its share of the tags ("too many requests", from
+# bfqq_request_over_limit), and what BFQ logs most. Run inside the guest
+# rig as its GSCRIPT, with BFQ's module copied into the share (bfq.ko, from
+# the guest kernel's lib/modules/*/kernel/block/). Writes too-many.count,
+# too-many.txt (the first 200 such lines), bfq-msgs.txt (BFQ's messages by
+# kind, numbers folded) and trace.lines to the output directory. Knobs as
+# cgwb-bfq.sh's.
+OUT=/mnt/host/out
+WSEC=30; RSEC=20; AW=100; BW=200; DIRTYMB=64; BGMB=32; MEMMB=0
+for w in $(cat /proc/cmdline); do case "$w" in
+  wsec=*) WSEC=${w#wsec=};; rsec=*) RSEC=${w#rsec=};; aw=*) AW=${w#aw=};; bw=*) BW=${w#bw=};;
+  dirtymb=*) DIRTYMB=${w#dirtymb=};; bgmb=*) BGMB=${w#bgmb=};; memmb=*) MEMMB=${w#memmb=};; esac; done
+dev_by_serial() { for d in /sys/block/vd*; do [ "$(cat $d/serial 2>/dev/null)" = "$1" ] && echo /dev/${d##*/}; done; }
+SLOW=$(dev_by_serial slow)
+up() { cut -d' ' -f1 /proc/uptime; }
+insmod /mnt/host/bfq.ko 2>/dev/null
+echo bfq > /sys/block/${SLOW#/dev/}/queue/scheduler
+echo "scheduler: $(cat /sys/block/${SLOW#/dev/}/queue/scheduler)"
+mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0,nodiscard -J size=64 $SLOW
+mkdir -p /mnt/slow && mount -o noatime $SLOW /mnt/slow
+MAJMIN=$(cat /sys/block/${SLOW#/dev/}/dev)
+echo $((DIRTYMB*1024*1024)) > /proc/sys/vm/dirty_bytes
+echo $((BGMB*1024*1024)) > /proc/sys/vm/dirty_background_bytes
+CG=/sys/fs/cgroup
+echo "+io +memory" > $CG/cgroup.subtree_control
+mkdir -p $CG/A $CG/B
+echo $AW > $CG/A/io.bfq.weight
+echo $BW > $CG/B/io.bfq.weight
+if [ "$MEMMB" != 0 ]; then
+  echo $((MEMMB*1024*1024)) > $CG/A/memory.max
+  echo $((MEMMB*1024*1024)) > $CG/B/memory.max
+fi
+echo "kernel $(uname -r) A io.bfq.weight: $(cat $CG/A/io.bfq.weight) B: $(cat $CG/B/io.bfq.weight)"
+# io.stat's rbytes and wbytes for the slow disk, per cgroup
+iostat() { awk -v d=$MAJMIN -v k=$2 '$1==d{for(i=2;i<=NF;i++){split($i,a,"=");if(a[1]==k)print a[2]}}' $CG/$1/io.stat; }
+sample() { # $1: rbytes or wbytes, $2: phase start
+  while [ -f /tmp/sampling ]; do
+    for g in A B; do
+      set -- $1 $2 $(awk '/^file_dirty /{d=$2} /^file_writeback /{w=$2} /^file /{f=$2} END{print int(d/1024), int(w/1024), int(f/1024)}' $CG/$g/memory.stat)
+      printf "%s: dirtyK=%s wbK=%s fileK=%s  " $g $3 $4 $5
+    done
+    echo "t=$(awk "BEGIN{print $(up)-$2}") $1 A=$(iostat A $1) B=$(iostat B $1)"
+    sleep 1
+  done
+}
+run_in() { # cgroup, seconds, command...: SIGINT after the seconds (dd
+  # prints its totals); busybox's timeout did not stop gdd in the
+  # 2026-11-26 run, whose dd ran on to about 2 GiB each
+  g=$1; s=$2; shift 2
+  sh -c "echo \$\$ > $CG/$g/cgroup.procs; exec $*" & p=$!
+  ( sleep $s; kill -INT $p 2>/dev/null ) &
+  wait $p
+}
+sync; echo 3 > /proc/sys/vm/drop_caches
+T=/sys/kernel/tracing
+echo 0 > $T/tracing_on
+echo 200000 > $T/buffer_size_kb
+echo blk > $T/current_tracer
+echo 1 > /sys/block/${SLOW#/dev/}/trace/enable
+echo "blk tracer: $(cat $T/current_tracer) act_mask $(cat /sys/block/${SLOW#/dev/}/trace/act_mask)"
+echo 1 > $T/tracing_on
+echo "== writers ($WSEC s)"
+t0=$(up); touch /tmp/sampling; sample wbytes $t0 & SP=$!
+run_in A $WSEC /usr/bin/gdd if=/dev/zero of=/mnt/slow/a bs=1M 2> /tmp/dd.A & PA=$!
+run_in B $WSEC /usr/bin/gdd if=/dev/zero of=/mnt/slow/b bs=1M 2> /tmp/dd.B & PB=$!
+wait $PA; wait $PB; rm -f /tmp/sampling; wait $SP
+echo "A: $(tail -1 /tmp/dd.A)"; echo "B: $(tail -1 /tmp/dd.B)"
+sync; echo 3 > /proc/sys/vm/drop_caches
+echo "file sizes: a=$(stat -c %s /mnt/slow/a) b=$(stat -c %s /mnt/slow/b)"
+echo 0 > $T/tracing_on
+grep -c 'too many requests' $T/trace > $OUT/too-many.count
+grep 'too many requests' $T/trace | head -200 > $OUT/too-many.txt
+grep -E ' m +N ' $T/trace | awk '{$1=$2=$3=$4=""; print}' | sed 's/[0-9]\+/N/g' | sort | uniq -c | sort -rn | head -60 > $OUT/bfq-msgs.txt
+wc -l $T/trace > $OUT/trace.lines
+echo "too many: $(cat $OUT/too-many.count)"
+echo done
