@@ -6,13 +6,20 @@
 # Run inside the guest rig as its GSCRIPT, with the slow disk's reads capped
 # like its writes (SLOW_EXTRA=",throttling.bps-read=52428800") and BFQ's
 # module copied into the share (bfq.ko, from the guest kernel's
-# lib/modules/*/kernel/block/). Knobs: wsec= (30), rsec= (20), aw= (100),
-# bw= (200), dirtymb= (64), bgmb= (32), memmb= (0: no memory.max).
+# lib/modules/*/kernel/block/). Knobs: wsec= (30), rsec= (20; 0: no
+# readers), aw= (100), bw= (200), dirtymb= (64), bgmb= (32), memmb= (0: no
+# memory.max), blktrace= (0; 1: the blk tracer on the slow disk during the
+# writers, to see BFQ's own log: how often bfq_limit_depth finds a cgroup
+# over its share of the tags, "too many requests" from
+# bfqq_request_over_limit; writes too-many.count, too-many.txt (the first
+# 200 such lines), bfq-msgs.txt (BFQ's messages by kind, numbers folded)
+# and trace.lines to the output directory).
 OUT=/mnt/host/out
-WSEC=30; RSEC=20; AW=100; BW=200; DIRTYMB=64; BGMB=32; MEMMB=0
+WSEC=30; RSEC=20; AW=100; BW=200; DIRTYMB=64; BGMB=32; MEMMB=0; BLKTRACE=0
 for w in $(cat /proc/cmdline); do case "$w" in
   wsec=*) WSEC=${w#wsec=};; rsec=*) RSEC=${w#rsec=};; aw=*) AW=${w#aw=};; bw=*) BW=${w#bw=};;
-  dirtymb=*) DIRTYMB=${w#dirtymb=};; bgmb=*) BGMB=${w#bgmb=};; memmb=*) MEMMB=${w#memmb=};; esac; done
+  dirtymb=*) DIRTYMB=${w#dirtymb=};; bgmb=*) BGMB=${w#bgmb=};; memmb=*) MEMMB=${w#memmb=};;
+  blktrace=*) BLKTRACE=${w#blktrace=};; esac; done
 dev_by_serial() { for d in /sys/block/vd*; do [ "$(cat $d/serial 2>/dev/null)" = "$1" ] && echo /dev/${d##*/}; done; }
 SLOW=$(dev_by_serial slow)
 up() { cut -d' ' -f1 /proc/uptime; }
@@ -55,6 +62,15 @@ run_in() { # cgroup, seconds, command...: SIGINT after the seconds (dd
   wait $p
 }
 sync; echo 3 > /proc/sys/vm/drop_caches
+T=/sys/kernel/tracing
+if [ "$BLKTRACE" = 1 ]; then
+  echo 0 > $T/tracing_on
+  echo 200000 > $T/buffer_size_kb
+  echo blk > $T/current_tracer
+  echo 1 > /sys/block/${SLOW#/dev/}/trace/enable
+  echo "blk tracer: $(cat $T/current_tracer) act_mask $(cat /sys/block/${SLOW#/dev/}/trace/act_mask)"
+  echo 1 > $T/tracing_on
+fi
 echo "== writers ($WSEC s)"
 t0=$(up); touch /tmp/sampling; sample wbytes $t0 & SP=$!
 run_in A $WSEC /usr/bin/gdd if=/dev/zero of=/mnt/slow/a bs=1M 2> /tmp/dd.A & PA=$!
@@ -63,6 +79,17 @@ wait $PA; wait $PB; rm -f /tmp/sampling; wait $SP
 echo "A: $(tail -1 /tmp/dd.A)"; echo "B: $(tail -1 /tmp/dd.B)"
 sync; echo 3 > /proc/sys/vm/drop_caches
 echo "file sizes: a=$(stat -c %s /mnt/slow/a) b=$(stat -c %s /mnt/slow/b)"
+if [ "$BLKTRACE" = 1 ]; then
+  echo 0 > $T/tracing_on
+  grep -c 'too many requests' $T/trace > $OUT/too-many.count
+  grep 'too many requests' $T/trace | head -200 > $OUT/too-many.txt
+  grep -E ' m +N ' $T/trace | awk '{$1=$2=$3=$4=""; print}' | sed 's/[0-9]\+/N/g' | sort | uniq -c | sort -rn | head -60 > $OUT/bfq-msgs.txt
+  wc -l $T/trace > $OUT/trace.lines
+  echo "too many: $(cat $OUT/too-many.count)"
+  echo 0 > /sys/block/${SLOW#/dev/}/trace/enable
+  echo nop > $T/current_tracer
+fi
+[ "$RSEC" = 0 ] && { umount /mnt/slow; echo done; exit 0; }
 echo "== readers ($RSEC s)"
 t0=$(up); touch /tmp/sampling; sample rbytes $t0 & SP=$!
 run_in A $RSEC /usr/bin/gdd if=/mnt/slow/a of=/dev/null bs=128k 2> /tmp/rd.A & PA=$!
