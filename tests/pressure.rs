@@ -8,19 +8,28 @@ use wbsim::scenario::Scenario;
 use wbsim::trace::Tracer;
 
 /// Run `sc` to its end, checking the model's invariants (the PSI counts
-/// among them) every few events; returns pressure.txt's text.
-fn run_checked(sc: Scenario) -> String {
+/// among them) every `every` events and at the end; `what` names the run
+/// in a failure.
+fn kernel_checked(sc: Scenario, every: u64, what: &str) -> Kernel {
     let mut k = Kernel::new(sc, Tracer::disabled());
     let mut n = 0u64;
     while k.step() {
         n += 1;
-        if n.is_multiple_of(101) {
+        if n.is_multiple_of(every) {
             if let Err(e) = k.check_invariants() {
-                panic!("after event {n} at {} ns: {e}", k.now());
+                panic!("{what}: after event {n} at {} ns: {e}", k.now());
             }
         }
     }
-    k.check_invariants().expect("invariants at the end");
+    k.check_invariants()
+        .unwrap_or_else(|e| panic!("{what} at the end: {e}"));
+    k
+}
+
+/// Run `sc` to its end, checking the invariants every 101 events; returns
+/// pressure.txt's text.
+fn run_checked(sc: Scenario) -> String {
+    let mut k = kernel_checked(sc, 101, "run");
     let text = std::mem::take(&mut k.psi.text);
     // summary.json's figures, kept as the run goes, are those read back
     // from the text (as live mode reads them)
@@ -141,16 +150,7 @@ fn a_cgroups_io_pressure_is_its_own_tasks_stalls() {
     let src = std::fs::read_to_string("examples/cgroup/iomax-10-25.toml").expect("example");
     let sets = ["jobs.b.size=1M".to_string(), "run.duration=12s".to_string()];
     let sc = Scenario::load_str(&src, "iomax-10-25.toml", "t", &sets).expect("scenario");
-    let mut k = Kernel::new(sc, Tracer::disabled());
-    let mut n = 0u64;
-    while k.step() {
-        n += 1;
-        if n.is_multiple_of(53) {
-            if let Err(e) = k.check_invariants() {
-                panic!("after event {n} at {} ns: {e}", k.now());
-            }
-        }
-    }
+    let mut k = kernel_checked(sc, 53, "iomax-10-25");
     let files = k.cgroup_files();
     let file = |name: &str| {
         let (_, b) = files
@@ -204,17 +204,6 @@ fn every_cgroups_psi_counts_follow_its_tasks() {
         let sets = ["run.duration=6s".to_string(), "run.warmup=1s".to_string()];
         let sc = Scenario::load_str(&src, ex, "t", &sets).expect("scenario");
         assert!(!sc.cgroups.is_empty(), "{ex} has cgroups");
-        let mut k = Kernel::new(sc, Tracer::disabled());
-        let mut n = 0u64;
-        while k.step() {
-            n += 1;
-            if n.is_multiple_of(37) {
-                if let Err(e) = k.check_invariants() {
-                    panic!("{ex}: after event {n} at {} ns: {e}", k.now());
-                }
-            }
-        }
-        k.check_invariants()
-            .unwrap_or_else(|e| panic!("{ex} at the end: {e}"));
+        kernel_checked(sc, 37, ex);
     }
 }

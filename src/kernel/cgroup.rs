@@ -363,19 +363,20 @@ impl Kernel {
     /// (the root's under `cgroup/`), in the kernel's formats: io.stat a
     /// line per device it did IO on (`MAJ:MIN rbytes= wbytes= rios= wios=
     /// dbytes= dios=`), memory.stat the page-cache lines wbsim keeps, in
-    /// bytes.
+    /// bytes; and `io.pressure` and `memory.pressure` as they read now.
     pub fn cgroup_files(&mut self) -> Vec<(String, Vec<u8>)> {
         let ps = self.page_size();
         let mut out = Vec::new();
-        for (ci, c) in self.cg.list.clone().iter().enumerate() {
+        for ci in 0..self.cg.list.len() {
+            let (io_p, mem_p) = self.psi_cgroup_show(ci);
+            let c = &self.cg.list[ci];
             let dir = if c.id == 1 {
                 "cgroup".to_string()
             } else {
                 format!("cgroup/{}", c.name)
             };
-            let (io, mem) = self.psi_cgroup_show(ci);
-            out.push((format!("{dir}/io.pressure"), io.into_bytes()));
-            out.push((format!("{dir}/memory.pressure"), mem.into_bytes()));
+            out.push((format!("{dir}/io.pressure"), io_p.into_bytes()));
+            out.push((format!("{dir}/memory.pressure"), mem_p.into_bytes()));
             let mut io = String::new();
             for (d, s) in c.io.iter().enumerate() {
                 if *s == IoStat::default() {
@@ -396,7 +397,6 @@ impl Kernel {
             );
             out.push((format!("{dir}/memory.stat"), mem.into_bytes()));
             // cgroup v1's blkio.time (ms) and blkio.sectors under CFQ
-            let ci = self.cg.list.iter().position(|x| x.id == c.id).unwrap_or(0);
             let (mut time, mut sectors) = (String::new(), String::new());
             for dev in &self.devs {
                 if let Some(cfq) = dev.sched.cfq.as_ref() {
