@@ -39,7 +39,12 @@ sh -c "echo \$\$ > $CG/B/cgroup.procs; exec /usr/bin/gdd if=/dev/zero of=/mnt/sl
     sleep 1
   done ) &
 SP=$!
-wait $PA; tA=$(up); wait $PB; tB=$(up); wait $SP
+# each cgroup's io.pressure as its writer ends (its `some` total, in us,
+# against the time since the writers started)
+wait $PA; tA=$(up); pA=$(head -1 $CG/A/io.pressure); pB=$(head -1 $CG/B/io.pressure)
+wait $PB; tB=$(up); pB2=$(head -1 $CG/B/io.pressure); wait $SP
+echo "io.pressure at t=$(awk "BEGIN{print $tA-$t0}"): A $pA; B $pB"
+echo "io.pressure at t=$(awk "BEGIN{print $tB-$t0}"): B $pB2"
 echo "A: $(tail -1 /tmp/dd.A)  (finished t=$(awk "BEGIN{print $tA-$t0}"))"
 echo "B: $(tail -1 /tmp/dd.B)  (finished t=$(awk "BEGIN{print $tB-$t0}"))"
 sync
