@@ -199,6 +199,8 @@ fn every_cgroups_psi_counts_follow_its_tasks() {
         "examples/cgroup/bfq-readers.toml",
         "examples/cgroup/iocost-weights.toml",
         "examples/seed-003/isolation/exp3-after.toml",
+        // B re-dirties pages of A's file still under writeback
+        "examples/cgroup/foreign-switch.toml",
     ] {
         let src = std::fs::read_to_string(ex).unwrap_or_else(|e| panic!("{ex}: {e}"));
         let sets = ["run.duration=6s".to_string(), "run.warmup=1s".to_string()];

@@ -25,6 +25,8 @@ manifest() {
   trap 'rm -rf "$tmp"' RETURN
   local scen
   for scen in default examples/*.toml examples/*/*.toml; do
+    # sweep plans are not scenarios
+    if [[ $scen == examples/sweeps/* ]]; then continue; fi
     if [[ -n ${IDENTITY_QUICK:-} && $scen =~ n100 ]]; then continue; fi
     local p
     for p in "${POLICIES[@]}"; do

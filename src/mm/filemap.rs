@@ -165,8 +165,20 @@ impl Kernel {
         }
         // a page dirtied below the end of the file may have been reclaimed
         // (the block device's metadata buffers are dirtied anywhere): it is
-        // read back into the cache first
-        let missing = (inode.dirty.count() + inode.nr_writeback).saturating_sub(inode.nr_cached);
+        // read back into the cache first. A tracked file's write has made
+        // its pages present already (`filemap_write_begin_tracked`). For
+        // the others the pages are counts, not positions: more dirty and
+        // writeback pages than cached ones means pages came back, but a
+        // page re-dirtied while still under writeback is in both counts
+        // (PG_dirty and PG_writeback at once, as in the kernel), so no
+        // more come back than the file's span leaves uncached.
+        let missing = if self.ra.files.contains_key(&ino) {
+            0
+        } else {
+            (inode.dirty.count() + inode.nr_writeback)
+                .saturating_sub(inode.nr_cached)
+                .min(inode.nr_pages_span.saturating_sub(inode.nr_cached))
+        };
         if missing > 0 {
             inode.nr_cached += missing;
             self.vm.nr_file_pages += missing;

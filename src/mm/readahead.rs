@@ -662,7 +662,9 @@ impl Kernel {
             return;
         };
         let inode = &self.inodes[ino];
-        let clean = (inode.nr_cached - inode.dirty.count() - inode.nr_writeback)
+        // a page re-dirtied under writeback is in both counts
+        let clean = (inode.nr_cached)
+            .saturating_sub(inode.dirty.count() + inode.nr_writeback)
             .saturating_sub(f.locked.count());
         f.reclaim_cursor = 0;
         f.marks.clear();
