@@ -137,6 +137,34 @@ fn io_max_caps_each_cgroup_and_charges_its_writeback() {
     assert!(io("cgroup/B/memory.stat").contains("file_dirty "));
 }
 
+/// Before 6.11 `wb_over_bg_thresh` gave a memcg's wb its share of the
+/// memcg's background threshold by the whole disk's completions
+/// (`wb_calc_thresh`), not the memcg's own. B (io.max 25 MiB/s beside A's
+/// 10) does 71% of the disk's writeback, so its flusher starts a round at
+/// 71% of its memcg's background threshold, with room left under the
+/// memcg's limit for the next round while this one is in flight: B keeps
+/// its cap, as Linux 6.1 does on the guest (25.01 and 24.88 MiB/s, A 10.03
+/// and 9.97). With the memcg's own share (6.11) a round starts only at the
+/// full background threshold, leaves too little room, and B's pipeline
+/// empties between rounds.
+#[test]
+fn before_6_11_a_memcg_wb_starts_background_rounds_at_its_disk_share() {
+    let b_at = |v: &str| {
+        let set = format!("kernel.features.memcg_bg_thresh={v}");
+        let r = run(
+            "iomax-10-25.toml",
+            &["run.duration=20s", "run.warmup=10s", &set],
+            false,
+        );
+        let (a, b) = (cgroup(&r, "A"), cgroup(&r, "B"));
+        assert!((9.0..=10.3).contains(&a.write_mib_s), "{v}: A {a:?}");
+        b.write_mib_s
+    };
+    let (old, new) = (b_at("pre-6.11"), b_at("6.11"));
+    assert!((24.0..=25.6).contains(&old), "pre-6.11: B {old:.2} MiB/s");
+    assert!(new < 0.8 * old, "6.11: B {new:.2} against {old:.2} MiB/s");
+}
+
 #[test]
 fn a_run_without_cgroups_has_no_cgroup_outputs() {
     let path = concat!(

@@ -760,6 +760,11 @@ impl Kernel {
         if st.dirty > bg {
             return true;
         }
+        if !self.sc.features.memcg_bg_share_v6_11 {
+            // before 6.11 `wb_calc_thresh(mdtc->wb, mdtc->bg_thresh)`
+            // took the wb's share from the global domain (GDTC_INIT)
+            return self.wbs[wb].reclaimable > self.wb_calc_thresh(wb, bg);
+        }
         let cg = self.wbs[wb].memcg;
         let (num, den) = self.wbs[wb]
             .memcg_completions

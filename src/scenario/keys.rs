@@ -233,6 +233,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("kernel.features.reclaim_throttle", "5.16 (io-less), pre-5.16 (older)", ALL, "\"pre-5.16\"", "reclaim's throttle: `5.16` (`reclaim_throttle`) or `pre-5.16` (kswapd's `congestion_wait`, 100 ms)"),
     k("kernel.features.bw_dwork", "true (io-less), false (older)", ALL, "false", "`wb->bw_dwork` (5.14): update the bandwidth estimate after an inode's last writeback completes"),
     k("kernel.features.wb_bandwidth", "6.x (io-less), 3.2 (older)", ALL, "\"3.2\"", "the flusher's bandwidth updates: `6.x` (after max_pause, estimate restarts) or `3.2`"),
+    k("kernel.features.memcg_bg_thresh", "6.11 (io-less), pre-6.11 (older)", ALL, "\"pre-6.11\"", "a memcg wb's share of its memcg's background threshold: by the memcg's completions (`6.11`) or the global domain's (`pre-6.11`)"),
     k("kernel.features.requeue_expiry", "6.10 (io-less), pre-6.10 (older)", ALL, "\"pre-6.10\"", "`requeue_inode`: `6.10` sends a young inode back to b_dirty, so kupdate writes one chunk of it; `pre-6.10`: all of it"),
     k("kernel.features.dirty_limits", "6.x (io-less), 3.x (older)", ALL, "\"3.x\"", "dirtyable memory and thresholds: `6.x` (`domain_dirty_limits`) or `3.x` (`global_dirty_limits`)"),
     k("kernel.features.cgroup_writeback", "true (every policy)", ALL, "false", "cgroup writeback (4.2): an inode's wb is its first dirtier's memcg's; false (before 4.2): every inode on the root wb, its writeback the root's IO"),

@@ -412,6 +412,14 @@ pub struct Features {
     /// `async_in_root = false`) find the dirtier in the inode's record of
     /// its first dirtier, as TerAvest's page tracking did.
     pub cgroup_writeback: bool,
+    /// `wb_over_bg_thresh`'s memcg half takes the wb's share of the
+    /// memcg's background threshold from the memcg domain's completions
+    /// (6.11, "mm: correct calculation of wb's bg_thresh in cgroup
+    /// domain"); false: from the global domain's, as `wb_calc_thresh`
+    /// gave it before, so a cgroup doing most of a disk's writeback
+    /// starts its background rounds near its memcg's full background
+    /// threshold and one doing a small part of it much earlier.
+    pub memcg_bg_share_v6_11: bool,
 }
 
 impl Features {
@@ -434,6 +442,7 @@ impl Features {
             // on under every policy, so that a run's cgroups behave alike
             // whichever throttle it picks (a 2011 kernel sets it false)
             cgroup_writeback: true,
+            memcg_bg_share_v6_11: v6,
         }
     }
 }
@@ -2168,6 +2177,13 @@ fn read_features(r: &mut Reader, policy: ThrottlePolicy) -> Result<Features, Sce
         &mut f.reclaim_throttle_v5_16,
     )?;
     version(r, "dirty_limits", "6.x", "3.x", &mut f.dirty_limits_v6)?;
+    version(
+        r,
+        "memcg_bg_thresh",
+        "6.11",
+        "pre-6.11",
+        &mut f.memcg_bg_share_v6_11,
+    )?;
     version(
         r,
         "writeback_chunk",

@@ -1,11 +1,13 @@
 #!/bin/sh
 # wbsim helper: two cgroups with io.max wbps on the slow disk (A 10M, B 25M),
 # a buffered dd in each, concurrently; io.stat and memory.stat every second.
+# wbtrace=1 also traces the flusher, ext4's writepages and the disk's requests
+# and copies the trace out (trace.txt), to see how B's pipeline refills.
 OUT=/mnt/host/out
-MEMMB=256; AW=10485760; BW=26214400; AMB=300; BMB=750; DIRTYMB=64; BGMB=32
+MEMMB=256; AW=10485760; BW=26214400; AMB=300; BMB=750; DIRTYMB=64; BGMB=32; WBTRACE=0
 for w in $(cat /proc/cmdline); do case "$w" in
   memmb=*) MEMMB=${w#memmb=};; aw=*) AW=${w#aw=};; bw=*) BW=${w#bw=};; amb=*) AMB=${w#amb=};; bmb=*) BMB=${w#bmb=};;
-  dirtymb=*) DIRTYMB=${w#dirtymb=};; bgmb=*) BGMB=${w#bgmb=};; esac; done
+  dirtymb=*) DIRTYMB=${w#dirtymb=};; bgmb=*) BGMB=${w#bgmb=};; wbtrace=*) WBTRACE=${w#wbtrace=};; esac; done
 dev_by_serial() { for d in /sys/block/vd*; do [ "$(cat $d/serial 2>/dev/null)" = "$1" ] && echo /dev/${d##*/}; done; }
 SLOW=$(dev_by_serial slow)
 up() { cut -d' ' -f1 /proc/uptime; }
@@ -25,6 +27,14 @@ echo "kernel $(uname -r) A ino=$(stat -c %i $CG/A) B ino=$(stat -c %i $CG/B) A i
 TR=/sys/kernel/tracing
 echo 16384 > $TR/buffer_size_kb
 echo 1 > $TR/events/writeback/balance_dirty_pages/enable
+if [ "$WBTRACE" = 1 ]; then
+  echo 65536 > $TR/buffer_size_kb
+  for e in writeback/writeback_start writeback/writeback_written writeback/writeback_wake_background \
+           writeback/global_dirty_state ext4/ext4_writepages ext4/ext4_writepages_result \
+           block/block_rq_issue block/block_rq_complete; do
+    echo 1 > $TR/events/$e/enable
+  done
+fi
 echo > $TR/trace
 sync; echo 3 > /proc/sys/vm/drop_caches
 t0=$(up)
@@ -51,4 +61,5 @@ sync
 echo "io.stat A: $(cat $CG/A/io.stat)"; echo "io.stat B: $(cat $CG/B/io.stat)"
 echo "balance_dirty_pages events by cgroup_ino:"; grep balance_dirty_pages: $TR/trace | sed 's/.*cgroup_ino=\([0-9]*\).*/\1/' | sort | uniq -c
 for ino in $(stat -c %i $CG/A) $(stat -c %i $CG/B); do grep balance_dirty_pages: $TR/trace | grep "cgroup_ino=$ino\$" | tail -3 | cut -c1-330; done
+[ "$WBTRACE" = 1 ] && cp $TR/trace $OUT/trace.txt
 umount /mnt/slow
