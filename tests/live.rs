@@ -293,14 +293,27 @@ fn refuses_a_scenario_this_host_cannot_build() {
     if unsafe { libc::geteuid() } == 0 && cannot_run().is_none() {
         assert!(err.contains("modelled device"), "{err}");
     }
-    // a filesystem live mode does not make, or metadata it cannot turn off
-    for (name, tweak, want) in [
+    // xfs where mkfs.xfs is not on the PATH (a PATH of the other tools
+    // alone), or metadata it cannot turn off
+    let tools = std::env::temp_dir().join(format!("wbsim-live-test-{}-path", std::process::id()));
+    std::fs::create_dir_all(&tools).unwrap();
+    let _tools = Cleanup(tools.clone());
+    for t in ["losetup", "mkfs.ext4", "mount", "umount", "dd"] {
+        let found = std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+            .map(|d| d.join(t))
+            .find(|p| p.is_file());
+        if let Some(p) = found {
+            std::os::unix::fs::symlink(p, tools.join(t)).unwrap();
+        }
+    }
+    for (name, tweak, want, path) in [
         (
             "xfs.toml",
             "[filesystems.scratch]
 type = \"xfs\"
 ",
-            "ext4 only",
+            "needs `mkfs.xfs`",
+            Some(tools.as_os_str()),
         ),
         (
             "nometa.toml",
@@ -308,6 +321,7 @@ type = \"xfs\"
 metadata = false
 ",
             "metadata = false",
+            None,
         ),
     ] {
         let text = SCENARIO.replace(
@@ -316,7 +330,11 @@ metadata = false
             tweak,
         );
         let (f, _cleanup) = scenario_file(name, &text);
-        let o = wbsim().args(["live", &f]).output().unwrap();
+        let mut cmd = wbsim();
+        if let Some(p) = path {
+            cmd.env("PATH", p);
+        }
+        let o = cmd.args(["live", &f]).output().unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{name}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{name}: one line: {err}");
@@ -335,6 +353,47 @@ metadata = false
 /// A short complete run traces the scenario's events from both the
 /// writeback and the wbt subsystems (`events/wbt/...` in the instance),
 /// in the format wbsim's parser reads, and restores the machine.
+/// An xfs filesystem: made with the scenario's allocation groups, written
+/// and throttled like ext4, and the machine put back.
+#[test]
+fn a_run_on_xfs_is_throttled_and_restored() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = cannot_run() {
+        eprintln!("skipping the live xfs test: {why}");
+        return;
+    }
+    let text = SCENARIO
+        .replace("duration = \"30s\"", "duration = \"5s\"\nwarmup = \"1s\"")
+        .replace(
+            "[filesystems.scratch]\n",
+            "[filesystems.scratch]\ntype = \"xfs\"\nagcount = 2\n",
+        );
+    let sc = wbsim::scenario::Scenario::load_str(&text, "xfs.toml", "t", &[]).unwrap();
+    if let Err(e) = wbsim::live::preflight(&sc) {
+        eprintln!("skipping the live xfs test: {e}");
+        return;
+    }
+    let before = machine_state();
+    let (f, _cleanup) = scenario_file("xfs-run.toml", &text);
+    let out = std::env::temp_dir().join(format!("wbsim-live-test-xfs-{}", std::process::id()));
+    let o = wbsim()
+        .args(["live", &f, "--out", out.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "wbsim live failed: {err}");
+    let trace = std::fs::read_to_string(out.join("trace.txt")).unwrap();
+    let recs = wbsim::trace::parse(&trace);
+    let bdp = recs
+        .iter()
+        .filter(|r| r.event == "balance_dirty_pages")
+        .count();
+    assert!(bdp > 10, "bdp lines: {bdp}");
+    let _ = std::fs::remove_dir_all(&out);
+    assert_eq!(before, machine_state(), "the machine was not restored");
+}
+
 #[test]
 fn a_complete_run_traces_writeback_and_wbt_events() {
     let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());

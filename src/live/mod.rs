@@ -8,7 +8,7 @@
 //! simulated device does. It backs onto a sparse image on tmpfs, caps its
 //! writes (with the root v1 blkio throttle, or else with cgroup v2 `io.max`
 //! on a private cgroup that the writers run in: see [`cgroup`]), makes and
-//! mounts ext4, sets the scenario's `vm.dirty_*` sysctls, traces the
+//! mounts ext4 or xfs, sets the scenario's `vm.dirty_*` sysctls, traces the
 //! writeback events in a private tracefs instance and runs the jobs.
 //! Everything it changes is recorded in a [`Restore`] guard that puts the
 //! machine back on success, on error and on SIGINT/SIGTERM: the dd
@@ -104,6 +104,14 @@ fn run_cmd(cmd: &str, args: &[&str]) -> Result<String, LiveError> {
     Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
 }
 
+/// The program that makes a filesystem of this kind.
+fn mkfs_command(kind: crate::scenario::FsKind) -> &'static str {
+    match kind {
+        crate::scenario::FsKind::Ext4 => "mkfs.ext4",
+        crate::scenario::FsKind::Xfs => "mkfs.xfs",
+    }
+}
+
 fn have(cmd: &str) -> bool {
     std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(cmd).is_file()))
@@ -133,7 +141,7 @@ pub fn preflight(sc: &Scenario) -> Result<CapMethod, LiveError> {
             )))
         }
     }
-    for c in ["losetup", "mkfs.ext4", "mount", "umount", "dd"] {
+    for c in ["losetup", "mount", "umount", "dd"] {
         if !have(c) {
             return Err(LiveError::Refused(format!("`{c}` is not installed")));
         }
@@ -163,15 +171,21 @@ pub fn preflight(sc: &Scenario) -> Result<CapMethod, LiveError> {
         }
     }
     for f in &sc.filesystems {
-        if f.kind != crate::scenario::FsKind::Ext4 {
+        let mkfs = mkfs_command(f.kind);
+        if !have(mkfs) {
             return Err(LiveError::Refused(format!(
-                "filesystem `{}` is xfs; live mode makes ext4 only so far",
-                f.name
+                "filesystem `{}` needs `{mkfs}`, which is not installed{}",
+                f.name,
+                if f.kind == crate::scenario::FsKind::Xfs {
+                    " (Debian's xfsprogs)"
+                } else {
+                    ""
+                }
             )));
         }
         if !f.metadata {
             return Err(LiveError::Refused(format!(
-                "filesystem `{}` sets metadata = false; a real ext4 always writes its journal and metadata",
+                "filesystem `{}` sets metadata = false; a real filesystem always writes its journal (log) and metadata",
                 f.name
             )));
         }
@@ -762,16 +776,21 @@ pub fn run(
     for f in &sc.filesystems {
         check(stop)?;
         let d = &devs[f.device];
-        run_cmd(
-            "mkfs.ext4",
-            &[
+        let dev = format!("/dev/{}", d.loopname);
+        let agcount = format!("agcount={}", f.agcount);
+        let args: Vec<&str> = match f.kind {
+            crate::scenario::FsKind::Ext4 => vec![
                 "-q",
                 "-F",
                 "-E",
                 "lazy_itable_init=0,lazy_journal_init=0",
-                &format!("/dev/{}", d.loopname),
+                &dev,
             ],
-        )?;
+            // the scenario's allocation groups (mkfs.xfs would pick 4 for
+            // a device under 4 TiB, the scenario's default too)
+            crate::scenario::FsKind::Xfs => vec!["-q", "-f", "-d", &agcount, &dev],
+        };
+        run_cmd(mkfs_command(f.kind), &args)?;
         let mnt = std::env::temp_dir().join(format!("{tag}-{}", f.name));
         guard.dirs.push(mnt.clone());
         guard.mounts.push(mnt.clone());
