@@ -1421,18 +1421,11 @@ fn score_case(
         sims.push(sim.summary);
     }
     let rows = crate::fidelity::score(&kernel, &sims, &sc.fidelity.tolerance);
-    if shares.iter().any(|s| *s < 0.5) {
-        let v: Vec<String> = shares
-            .iter()
-            .map(|s| format!("{:.0}%", s * 100.0))
-            .collect();
-        notes.push(format!(
-            "a kernel run began with its device holding little of the dirty threshold ({}): \
-             the writeback domain still remembered earlier writeback (its completion counts halve every 3 s); \
-             leave the machine idle for a minute before the first run",
-            v.join(", ")
-        ));
-    }
+    let xfs = sc
+        .filesystems
+        .iter()
+        .any(|f| f.kind == crate::scenario::FsKind::Xfs);
+    notes.extend(crate::fidelity::start_share_note(&shares, xfs));
     let contaminated: u64 = kernel.iter().map(|s| s.other_bdi_lines).sum();
     if contaminated > 0 {
         notes.push(format!(
