@@ -165,6 +165,45 @@ fn before_6_11_a_memcg_wb_starts_background_rounds_at_its_disk_share() {
     assert!(new < 0.8 * old, "6.11: B {new:.2} against {old:.2} MiB/s");
 }
 
+/// summary.json's per-cgroup pressure is each cgroup's `io.pressure`
+/// stall over the window: over a whole run, the file's total over the
+/// run's length; over a later window, only what stalled in it (B writes
+/// 1 MiB and exits in the first second).
+#[test]
+fn summary_gives_each_cgroups_stall_over_the_window() {
+    let whole = run(
+        "iomax-10-25.toml",
+        &["jobs.b.size=1M", "run.duration=12s", "run.warmup=0s"],
+        false,
+    );
+    let total_s = |name: &str| -> f64 {
+        let f = format!("cgroup/{name}/io.pressure");
+        let (_, b) = whole.extra_files.iter().find(|(n, _)| *n == f).unwrap();
+        let text = String::from_utf8(b.clone()).unwrap();
+        let some = text.lines().next().unwrap();
+        some.rsplit("total=")
+            .next()
+            .unwrap()
+            .parse::<f64>()
+            .unwrap()
+            / 1e6
+    };
+    for name in ["A", "B"] {
+        let pct = cgroup(&whole, name).io_some_pct;
+        let want = total_s(name) / 12.0 * 100.0;
+        assert!((pct - want).abs() < 0.01, "{name}: {pct} against {want}");
+    }
+    assert!(cgroup(&whole, "A").io_some_pct > 70.0);
+    assert!(cgroup(&whole, "A").memory_some_pct < 1.0);
+    let late = run(
+        "iomax-10-25.toml",
+        &["jobs.b.size=1M", "run.duration=12s", "run.warmup=6s"],
+        false,
+    );
+    assert!(cgroup(&late, "A").io_some_pct > 70.0);
+    assert_eq!(cgroup(&late, "B").io_some_pct, 0.0);
+}
+
 #[test]
 fn a_run_without_cgroups_has_no_cgroup_outputs() {
     let path = concat!(

@@ -794,6 +794,26 @@ impl Kernel {
         (p.show(now, false), p.show(now, true))
     }
 
+    /// A cgroup's stall times so far (io some/full, memory some/full, ns),
+    /// as its pressure files would total them now, read from a copy so
+    /// that the reading changes none of the collection points the
+    /// files' averages come from.
+    pub fn psi_cgroup_totals(&self, g: usize) -> [Ns; 4] {
+        let p = if g > 0 && g < self.psi.groups.len() {
+            &self.psi.groups[g]
+        } else {
+            &self.psi
+        };
+        let mut copy = Psi {
+            cpus: p.cpus.clone(),
+            total: p.total,
+            tick_ns: p.tick_ns,
+            ..Default::default()
+        };
+        copy.collect(self.now());
+        copy.total
+    }
+
     /// Everything due on every CPU by now.
     fn psi_catch_up_all(&mut self) {
         for c in 0..self.psi.cpus.len() {

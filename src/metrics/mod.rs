@@ -166,6 +166,10 @@ pub struct CgroupObs {
     pub end: crate::kernel::cgroup::IoStat,
     pub file_dirty: u64,
     pub file_writeback: u64,
+    /// Its pressure's stall times (io some/full, memory some/full, ns) at
+    /// the window's start and at the end.
+    pub psi_start: [Ns; 4],
+    pub psi_end: [Ns; 4],
 }
 
 /// Records kept while the simulation runs.
@@ -176,6 +180,8 @@ pub struct Recorder {
     pub dev_start: Vec<DevSnap>,
     /// Each cgroup's io.stat (all devices) at the window's start.
     pub cg_start: Vec<crate::kernel::cgroup::IoStat>,
+    /// Each cgroup's pressure stall times at the window's start.
+    pub cg_psi_start: Vec<[Ns; 4]>,
     pub window_started: bool,
     /// `/proc/diskstats` once a second (`diskstats`): each line is the
     /// time in seconds, then the device's line as the kernel prints it.
@@ -247,6 +253,9 @@ impl Kernel {
                 .collect();
             self.rec.dev_start = (0..self.devs.len()).map(|i| self.dev_snap(i)).collect();
             self.rec.cg_start = (0..self.cg.list.len()).map(|c| self.cg_io(c)).collect();
+            self.rec.cg_psi_start = (0..self.cg.list.len())
+                .map(|c| self.psi_cgroup_totals(c))
+                .collect();
         }
     }
 
@@ -332,6 +341,8 @@ impl Kernel {
                             end: self.cg_io(c),
                             file_dirty: g.file_dirty * self.page_size(),
                             file_writeback: g.file_writeback * self.page_size(),
+                            psi_start: self.rec.cg_psi_start.get(c).copied().unwrap_or_default(),
+                            psi_end: self.psi_cgroup_totals(c),
                         }
                     })
                     .collect()
@@ -562,6 +573,16 @@ pub struct CgroupSummary {
     /// memory.stat at the end of the run, bytes.
     pub file_dirty: u64,
     pub file_writeback: u64,
+    /// `io.pressure` and `memory.pressure`: the stall time in the window
+    /// as a percentage of the window (`some` and `full` of each).
+    #[serde(default)]
+    pub io_some_pct: f64,
+    #[serde(default)]
+    pub io_full_pct: f64,
+    #[serde(default)]
+    pub memory_some_pct: f64,
+    #[serde(default)]
+    pub memory_full_pct: f64,
 }
 
 const MIB: f64 = 1048576.0;
@@ -571,6 +592,15 @@ impl Summary {
         let (w0, w1) = o.window;
         let win_s = (w1 - w0) as f64 / NSEC_PER_SEC as f64;
         let per_s = |d: u64| if win_s > 0.0 { d as f64 / win_s } else { 0.0 };
+        // a cgroup's stall time in the window, as a percentage of it
+        let stall_pct = |c: &CgroupObs, s: usize| {
+            let d = c.psi_end[s].saturating_sub(c.psi_start[s]) as f64;
+            if win_s > 0.0 {
+                r3(d / NSEC_PER_SEC as f64 / win_s * 100.0)
+            } else {
+                0.0
+            }
+        };
         let mut jobs: Vec<JobSummary> = Vec::new();
         let mut names: Vec<String> = Vec::new();
         for t in &o.tasks {
@@ -732,6 +762,10 @@ impl Summary {
                     write_mib_s: r3(per_s(c.end.wbytes - c.start.wbytes) / MIB),
                     file_dirty: c.file_dirty,
                     file_writeback: c.file_writeback,
+                    io_some_pct: stall_pct(c, 0),
+                    io_full_pct: stall_pct(c, 1),
+                    memory_some_pct: stall_pct(c, 2),
+                    memory_full_pct: stall_pct(c, 3),
                 })
                 .collect(),
         }
