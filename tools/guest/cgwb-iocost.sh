@@ -7,12 +7,15 @@
 # and randiops at bps / 4 KiB), so that its budget is the disk's and the
 # weights decide the shares. Run inside the guest rig as its GSCRIPT.
 # Knobs: wsec= (30), aw= (100), bw= (200), dirtymb= (64), bgmb= (32),
-# mbps= (50: the model's MiB/s, reads and writes).
+# mbps= (50: the model's MiB/s, reads and writes), iotrace= (0; 1: the
+# iocost tracepoints and the writeback ones during the writers, copied out as
+# trace.txt).
 OUT=/mnt/host/out
-WSEC=30; AW=100; BW=200; DIRTYMB=64; BGMB=32; MBPS=50
+WSEC=30; AW=100; BW=200; DIRTYMB=64; BGMB=32; MBPS=50; IOTRACE=0
 for w in $(cat /proc/cmdline); do case "$w" in
   wsec=*) WSEC=${w#wsec=};; aw=*) AW=${w#aw=};; bw=*) BW=${w#bw=};;
-  dirtymb=*) DIRTYMB=${w#dirtymb=};; bgmb=*) BGMB=${w#bgmb=};; mbps=*) MBPS=${w#mbps=};; esac; done
+  dirtymb=*) DIRTYMB=${w#dirtymb=};; bgmb=*) BGMB=${w#bgmb=};; mbps=*) MBPS=${w#mbps=};;
+  iotrace=*) IOTRACE=${w#iotrace=};; esac; done
 dev_by_serial() { for d in /sys/block/vd*; do [ "$(cat $d/serial 2>/dev/null)" = "$1" ] && echo /dev/${d##*/}; done; }
 SLOW=$(dev_by_serial slow)
 up() { cut -d' ' -f1 /proc/uptime; }
@@ -52,6 +55,13 @@ run_in() { # cgroup, seconds, command...: SIGINT after the seconds
   wait $p
 }
 sync; echo 3 > /proc/sys/vm/drop_caches
+TR=/sys/kernel/tracing
+if [ "$IOTRACE" = 1 ]; then
+  echo 65536 > $TR/buffer_size_kb
+  echo 1 > $TR/events/iocost/enable
+  for e in writeback_start writeback_written balance_dirty_pages; do echo 1 > $TR/events/writeback/$e/enable; done
+  echo > $TR/trace
+fi
 echo "== writers ($WSEC s)"
 t0=$(up); touch /tmp/sampling; sample $t0 & SP=$!
 run_in A $WSEC /usr/bin/gdd if=/dev/zero of=/mnt/slow/a bs=1M 2> /tmp/dd.A & PA=$!
@@ -60,4 +70,5 @@ wait $PA; wait $PB; rm -f /tmp/sampling; wait $SP
 echo "A: $(tail -1 /tmp/dd.A)"; echo "B: $(tail -1 /tmp/dd.B)"
 echo "io.stat A: $(cat $CG/A/io.stat)"; echo "io.stat B: $(cat $CG/B/io.stat)"
 echo "io.pressure A: $(head -1 $CG/A/io.pressure); B: $(head -1 $CG/B/io.pressure)"
+[ "$IOTRACE" = 1 ] && cp $TR/trace $OUT/trace.txt
 umount /mnt/slow
