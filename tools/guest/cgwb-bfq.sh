@@ -53,12 +53,14 @@ sample() { # $1: rbytes or wbytes, $2: phase start
     sleep 1
   done
 }
-run_in() { # cgroup, seconds, command...: SIGINT after the seconds (dd
-  # prints its totals); busybox's timeout did not stop gdd in the
-  # 2026-11-26 run, whose dd ran on to about 2 GiB each
+run_in() { # cgroup, seconds, command...: stopped after the seconds. A
+  # command started with & by a shell without job control has SIGINT
+  # ignored, and gdd keeps it so (the 2026-11-26 and -28 runs' dd went on
+  # until the disk was full), so: SIGUSR1 (gdd prints its totals), then
+  # SIGTERM
   g=$1; s=$2; shift 2
   sh -c "echo \$\$ > $CG/$g/cgroup.procs; exec $*" & p=$!
-  ( sleep $s; kill -INT $p 2>/dev/null ) &
+  ( sleep $s; kill -USR1 $p 2>/dev/null; sleep 1; kill -TERM $p 2>/dev/null ) &
   wait $p
 }
 sync; echo 3 > /proc/sys/vm/drop_caches
@@ -76,7 +78,7 @@ t0=$(up); touch /tmp/sampling; sample wbytes $t0 & SP=$!
 run_in A $WSEC /usr/bin/gdd if=/dev/zero of=/mnt/slow/a bs=1M 2> /tmp/dd.A & PA=$!
 run_in B $WSEC /usr/bin/gdd if=/dev/zero of=/mnt/slow/b bs=1M 2> /tmp/dd.B & PB=$!
 wait $PA; wait $PB; rm -f /tmp/sampling; wait $SP
-echo "A: $(tail -1 /tmp/dd.A)"; echo "B: $(tail -1 /tmp/dd.B)"
+echo "A: $(grep copied /tmp/dd.A | tail -1)"; echo "B: $(grep copied /tmp/dd.B | tail -1)"
 sync; echo 3 > /proc/sys/vm/drop_caches
 echo "file sizes: a=$(stat -c %s /mnt/slow/a) b=$(stat -c %s /mnt/slow/b)"
 if [ "$BLKTRACE" = 1 ]; then
@@ -95,7 +97,7 @@ t0=$(up); touch /tmp/sampling; sample rbytes $t0 & SP=$!
 run_in A $RSEC /usr/bin/gdd if=/mnt/slow/a of=/dev/null bs=128k 2> /tmp/rd.A & PA=$!
 run_in B $RSEC /usr/bin/gdd if=/mnt/slow/b of=/dev/null bs=128k 2> /tmp/rd.B & PB=$!
 wait $PA; wait $PB; rm -f /tmp/sampling; wait $SP
-echo "A: $(tail -1 /tmp/rd.A)"; echo "B: $(tail -1 /tmp/rd.B)"
+echo "A: $(grep copied /tmp/rd.A | tail -1)"; echo "B: $(grep copied /tmp/rd.B | tail -1)"
 echo "io.stat A: $(cat $CG/A/io.stat)"; echo "io.stat B: $(cat $CG/B/io.stat)"
 umount /mnt/slow
 echo done

@@ -48,10 +48,14 @@ sample() { # $1: phase start
     sleep 1
   done
 }
-run_in() { # cgroup, seconds, command...: SIGINT after the seconds
+run_in() { # cgroup, seconds, command...: stopped after the seconds. A
+  # command started with & by a shell without job control has SIGINT
+  # ignored, and gdd keeps it so (the 2026-11-26 and -28 runs' dd went on
+  # until the disk was full), so: SIGUSR1 (gdd prints its totals), then
+  # SIGTERM
   g=$1; s=$2; shift 2
   sh -c "echo \$\$ > $CG/$g/cgroup.procs; exec $*" & p=$!
-  ( sleep $s; kill -INT $p 2>/dev/null ) &
+  ( sleep $s; kill -USR1 $p 2>/dev/null; sleep 1; kill -TERM $p 2>/dev/null ) &
   wait $p
 }
 sync; echo 3 > /proc/sys/vm/drop_caches
@@ -67,7 +71,7 @@ t0=$(up); touch /tmp/sampling; sample $t0 & SP=$!
 run_in A $WSEC /usr/bin/gdd if=/dev/zero of=/mnt/slow/a bs=1M 2> /tmp/dd.A & PA=$!
 run_in B $WSEC /usr/bin/gdd if=/dev/zero of=/mnt/slow/b bs=1M 2> /tmp/dd.B & PB=$!
 wait $PA; wait $PB; rm -f /tmp/sampling; wait $SP
-echo "A: $(tail -1 /tmp/dd.A)"; echo "B: $(tail -1 /tmp/dd.B)"
+echo "A: $(grep copied /tmp/dd.A | tail -1)"; echo "B: $(grep copied /tmp/dd.B | tail -1)"
 echo "io.stat A: $(cat $CG/A/io.stat)"; echo "io.stat B: $(cat $CG/B/io.stat)"
 echo "io.pressure A: $(head -1 $CG/A/io.pressure); B: $(head -1 $CG/B/io.pressure)"
 [ "$IOTRACE" = 1 ] && cp $TR/trace $OUT/trace.txt
