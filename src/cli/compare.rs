@@ -66,6 +66,16 @@ fn classify(key: &str) -> (&'static str, &'static str) {
         };
         return ("bcache", unit);
     }
+    if key.starts_with("cgroups.") {
+        let unit = if last.ends_with("_mib_s") {
+            "MiB/s"
+        } else if last.ends_with("_pct") {
+            "%"
+        } else {
+            ""
+        };
+        return ("cgroups", unit);
+    }
     if key.starts_with("fio.") {
         let unit = if last == "ios" { "IOs" } else { "us" };
         return ("fio latency", unit);
@@ -142,6 +152,10 @@ const DEFAULT_ROWS: &[&str] = &[
     "fio.*.read.clat_p99_us",
     "fio.*.write.clat_p50_us",
     "fio.*.write.clat_p99_us",
+    "cgroups.*.write_mib_s",
+    "cgroups.*.read_mib_s",
+    "cgroups.*.io_some_pct",
+    "cgroups.*.memory_some_pct",
 ];
 
 fn matches(pattern: &str, key: &str) -> bool {
@@ -198,9 +212,12 @@ pub fn rows(a: &Value, b: &Value, all: bool) -> Vec<Row> {
                 }
             }
         }
-        // a device's reads only where it did any
+        // a device's or a cgroup's reads, and a cgroup's memory
+        // pressure, only where there are any
         v.retain(|k| {
-            !(k.ends_with(".read_mib_s") || k.ends_with(".read_iops"))
+            !(k.ends_with(".read_mib_s")
+                || k.ends_with(".read_iops")
+                || k.ends_with(".memory_some_pct"))
                 || get(&fa, k).unwrap_or(0.0) != 0.0
                 || get(&fb, k).unwrap_or(0.0) != 0.0
         });
@@ -450,6 +467,35 @@ mod tests {
                 && l.contains("MiB/s")
                 && l.trim_end().ends_with("+10.0")),
             "{t}"
+        );
+    }
+
+    #[test]
+    fn each_cgroups_rates_and_pressure_are_default_rows() {
+        let with = |b_mib: f64, b_io: f64| {
+            let mut s = summary(40.0, 2.0, 10);
+            s["cgroups"] = serde_json::json!([
+                {"name": "A", "write_mib_s": 10.0, "read_mib_s": 0.0, "io_some_pct": 99.0,
+                 "memory_some_pct": 0.0, "wbytes": 1},
+                {"name": "B", "write_mib_s": b_mib, "read_mib_s": 0.0, "io_some_pct": b_io,
+                 "memory_some_pct": 0.0, "wbytes": 1}]);
+            s
+        };
+        let r = rows(&with(15.0, 99.5), &with(25.0, 99.0), false);
+        let cg: Vec<(&str, &str, &str)> = r
+            .iter()
+            .filter(|r| r.metric.starts_with("cgroups."))
+            .map(|r| (r.metric.as_str(), r.group, r.unit))
+            .collect();
+        // reads and memory pressure only where there are any
+        assert_eq!(
+            cg,
+            [
+                ("cgroups.A.write_mib_s", "cgroups", "MiB/s"),
+                ("cgroups.B.write_mib_s", "cgroups", "MiB/s"),
+                ("cgroups.A.io_some_pct", "cgroups", "%"),
+                ("cgroups.B.io_some_pct", "cgroups", "%"),
+            ]
         );
     }
 
