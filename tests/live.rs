@@ -141,7 +141,10 @@ fn machine_state() -> String {
         .unwrap_or_default();
     s += &format!("images: {shm:?}\n");
     // a run removes its restore journal once it has restored the machine
-    let journals = names(Path::new(wbsim::live::journal::JOURNAL_DIR), "live-");
+    let journals: Vec<Vec<String>> = wbsim::live::journal::journal_dirs()
+        .iter()
+        .map(|d| names(d, "live-"))
+        .collect();
     s += &format!("restore journals: {journals:?}\n");
     s
 }

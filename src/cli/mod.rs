@@ -194,7 +194,7 @@ enum Cmd {
         trace: String,
     },
     /// Undo what a live run killed without restoring (SIGKILL, a lost
-    /// session) left on this machine, from its journal in /run/wbsim
+    /// session) left on this machine, from its journal (/run/wbsim, or /dev/shm/wbsim where /run is no tmpfs)
     /// (every live run does this first, too)
     Restore,
     /// Print the built-in default scenario
@@ -307,9 +307,10 @@ pub fn main() -> i32 {
                 eprintln!("wbsim: restore needs root");
                 return 2;
             }
-            let msgs = crate::live::journal::recover_stale(std::path::Path::new(
-                crate::live::journal::JOURNAL_DIR,
-            ));
+            let msgs: Vec<String> = crate::live::journal::journal_dirs()
+                .iter()
+                .flat_map(|d| crate::live::journal::recover_stale(d))
+                .collect();
             if msgs.is_empty() {
                 println!("nothing to restore: no live run ended without restoring the machine");
             }
@@ -873,8 +874,10 @@ pub fn live_once(
     }
     // SAFETY: geteuid(2) has no preconditions.
     if unsafe { libc::geteuid() } == 0 {
-        for m in live::journal::recover_stale(std::path::Path::new(live::journal::JOURNAL_DIR)) {
-            eprintln!("wbsim: {m}");
+        for d in live::journal::journal_dirs() {
+            for m in live::journal::recover_stale(&d) {
+                eprintln!("wbsim: {m}");
+            }
         }
     }
     let mut guard = Restore::default();

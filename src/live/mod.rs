@@ -649,14 +649,14 @@ struct Writer {
 
 /// One live run on a machine at a time: a second one (another shell, a
 /// test suite beside a fidelity run) would share the dirty limits, the
-/// sysctls and tracefs with the first. `flock` on
-/// /run/wbsim/live.lock, held while the returned file is open; the kernel
+/// sysctls and tracefs with the first. `flock` on `live.lock` in the
+/// journal's directory, held while the returned file is open; the kernel
 /// drops it when the process ends, however it ends. Waits, saying so,
 /// while another run holds it.
 pub fn machine_lock(progress: &mut dyn FnMut(&str)) -> Result<std::fs::File, LiveError> {
     use std::os::fd::AsRawFd;
-    let dir = Path::new(journal::JOURNAL_DIR);
-    std::fs::create_dir_all(dir).map_err(|e| failed(format!("{}: {e}", dir.display())))?;
+    let dir = journal::journal_dir();
+    std::fs::create_dir_all(&dir).map_err(|e| failed(format!("{}: {e}", dir.display())))?;
     let path = dir.join("live.lock");
     let f = std::fs::OpenOptions::new()
         .create(true)
@@ -700,7 +700,7 @@ pub fn run(
         }
     };
 
-    guard.journal_in(Path::new(journal::JOURNAL_DIR));
+    guard.journal_in(&journal::journal_dir());
     guard.save_sysctls()?;
     if sc.machine.autogroup.is_some() {
         guard.save_sysctl(AUTOGROUP)?;
@@ -1387,13 +1387,13 @@ mod tests {
         use std::os::fd::AsRawFd;
         // SAFETY: geteuid(2) has no preconditions.
         if unsafe { libc::geteuid() } != 0 {
-            eprintln!("skipping: /run/wbsim needs root");
+            eprintln!("skipping: the journal's directory needs root");
             return;
         }
         let mut said = Vec::new();
         let held = super::machine_lock(&mut |m: &str| said.push(m.to_string())).unwrap();
         // another open file description cannot take it meanwhile
-        let other = std::fs::File::open(Path::new(journal::JOURNAL_DIR).join("live.lock")).unwrap();
+        let other = std::fs::File::open(journal::journal_dir().join("live.lock")).unwrap();
         // SAFETY: flock(2) on a descriptor this test owns.
         let r = unsafe { libc::flock(other.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
         assert_eq!(r, -1, "the lock was free while held");
