@@ -35,6 +35,23 @@ fn sentinel(v: f64) -> bool {
     v.abs() >= 4.0e18
 }
 
+/// The unit a device's or a cgroup's figure has by its name's suffix.
+fn rate_unit(last: &str) -> &'static str {
+    if last.ends_with("_mib_s") {
+        "MiB/s"
+    } else if last.ends_with("_iops") {
+        "IOPS"
+    } else if last.ends_with("_kib") {
+        "KiB"
+    } else if last.ends_with("merges_s") {
+        "merges/s"
+    } else if last.ends_with("_pct") {
+        "%"
+    } else {
+        ""
+    }
+}
+
 /// The group and unit of a flattened key.
 fn classify(key: &str) -> (&'static str, &'static str) {
     let last = key.rsplit('.').next().unwrap_or(key);
@@ -43,18 +60,7 @@ fn classify(key: &str) -> (&'static str, &'static str) {
         .and_then(|k| k.rsplit('.').next())
         .unwrap_or(last);
     if key.starts_with("devices.") {
-        let unit = if last.ends_with("_mib_s") {
-            "MiB/s"
-        } else if last.ends_with("_iops") {
-            "IOPS"
-        } else if last.ends_with("_kib") {
-            "KiB"
-        } else if last.ends_with("merges_s") {
-            "merges/s"
-        } else {
-            ""
-        };
-        return ("IO", unit);
+        return ("IO", rate_unit(last));
     }
     if key.contains("cs_per_task_s") {
         return ("CPU", "/task/s");
@@ -67,14 +73,7 @@ fn classify(key: &str) -> (&'static str, &'static str) {
         return ("bcache", unit);
     }
     if key.starts_with("cgroups.") {
-        let unit = if last.ends_with("_mib_s") {
-            "MiB/s"
-        } else if last.ends_with("_pct") {
-            "%"
-        } else {
-            ""
-        };
-        return ("cgroups", unit);
+        return ("cgroups", rate_unit(last));
     }
     if key.starts_with("fio.") {
         let unit = if last == "ios" { "IOs" } else { "us" };

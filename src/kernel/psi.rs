@@ -786,7 +786,7 @@ impl Kernel {
     pub fn psi_cgroup_show(&mut self, g: usize) -> (String, String) {
         self.psi_catch_up_all();
         let now = self.now();
-        let p = if g > 0 && g < self.psi.groups.len() {
+        let p = if self.psi_own_group(g) {
             &mut self.psi.groups[g]
         } else {
             &mut self.psi
@@ -799,7 +799,7 @@ impl Kernel {
     /// that the reading changes none of the collection points the
     /// files' averages come from.
     pub fn psi_cgroup_totals(&self, g: usize) -> [Ns; 4] {
-        let p = if g > 0 && g < self.psi.groups.len() {
+        let p = if self.psi_own_group(g) {
             &self.psi.groups[g]
         } else {
             &self.psi
@@ -812,6 +812,12 @@ impl Kernel {
         };
         copy.collect(self.now());
         copy.total
+    }
+
+    /// Whether cgroup `g` has a pressure group of its own (the root's is
+    /// the system's).
+    fn psi_own_group(&self, g: usize) -> bool {
+        g > 0 && g < self.psi.groups.len()
     }
 
     /// Everything due on every CPU by now.
