@@ -521,6 +521,13 @@ pub struct Summary {
     /// Voluntary context switches per task per second, all job tasks.
     pub voluntary_cs_per_task_s: Spread,
     pub involuntary_cs_per_task_s: Spread,
+    /// The CPU time of the tasks outside the jobs (kernel threads: the
+    /// flusher's kworkers, kswapd, jbd2, the loop worker) in the window, in
+    /// CPU-seconds per second: what /proc/stat's busy time less the
+    /// writers' shows on a machine with nothing else running. None where
+    /// they are not observed (live mode).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub kthreads_cpu: Option<f64>,
     pub trace: BTreeMap<String, EventSummary>,
     /// Trace lines in the window for bdis that are not the scenario's
     /// (other devices' writeback on a live machine).
@@ -660,6 +667,14 @@ impl Summary {
                 files_per_s: r3(per_s(files)),
             });
         }
+        let kthreads: Vec<&TaskObs> = o.tasks.iter().filter(|t| t.job.is_none()).collect();
+        let kthreads_cpu = (!kthreads.is_empty()).then(|| {
+            let ns: u64 = kthreads
+                .iter()
+                .map(|t| (t.end.utime + t.end.stime) - (t.start.utime + t.start.stime))
+                .sum();
+            r3(per_s(ns) / NSEC_PER_SEC as f64)
+        });
         let devices = o
             .devices
             .iter()
@@ -738,6 +753,7 @@ impl Summary {
             nr_writeback: Pct::of(inwin.iter().map(|s| s.nr_writeback as f64).collect()),
             voluntary_cs_per_task_s: Spread::of(all_v),
             involuntary_cs_per_task_s: Spread::of(all_iv),
+            kthreads_cpu,
             trace: figures.trace,
             other_bdi_lines: figures.other_bdi_lines,
             other_cgroup_lines: figures.other_cgroup_lines,

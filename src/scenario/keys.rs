@@ -91,6 +91,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("machine.cost.wakeup_jitter", "30us", ALL, "\"50us\"", "a tick's timer softirq runs up to this late (seeded PRNG)"),
     k("machine.cost.fork", "0s", ALL, "\"4ms\"", "CPU time a job's launcher spends starting each dd writer, one after another (0: all start at once)"),
     k("machine.cost.spread", "0", ALL, "30", "percent (0–90): each CPU burst of a workload task costs its estimate times a factor drawn from 1 ± spread/100"),
+    k("machine.cost.scale", "1", ALL, "48", "the default of every CPU cost of work times this (0.01–1000), for a CPU this much slower; costs given stand as given"),
     k("machine.cost.sched_slice", "3ms", ALL, "\"4ms\"", "`fifo`: slice before a busy task is preempted"),
     // vm sysctls
     k("vm.dirty_ratio", "20", ALL, "20", "sysctl, percent of dirtyable memory"),

@@ -895,9 +895,55 @@ impl Reader {
         Ok(Some((s, e)))
     }
 
+    /// A positive factor: an integer or a decimal number, in `min..=max`.
+    pub(crate) fn factor(
+        &mut self,
+        path: &str,
+        min: f64,
+        max: f64,
+    ) -> Result<Option<f64>, ScenarioError> {
+        let Some(e) = self.take(path) else {
+            return Ok(None);
+        };
+        let v = match &e.val {
+            RawVal::Int(i) => *i as f64,
+            RawVal::Float(f) => *f,
+            RawVal::Str(t) if t.trim().parse::<f64>().is_ok_and(f64::is_finite) => {
+                t.trim().parse::<f64>().unwrap_or(0.0)
+            }
+            v => {
+                return err(
+                    &e.origin,
+                    format!(
+                        "`{path}`: found {}; expected a number in {min}..={max}",
+                        v.describe()
+                    ),
+                )
+            }
+        };
+        if !(min..=max).contains(&v) {
+            return err(
+                &e.origin,
+                format!("`{path}` = {v} is out of range; expected a number in {min}..={max}"),
+            );
+        }
+        Ok(Some(v))
+    }
+
     /// A CPU cost: a duration of at most a second (a cost of 900 s a page
     /// is a typo for 900ns, not a machine).
     pub(crate) fn cost(&mut self, path: &str, default: Ns) -> Result<Ns, ScenarioError> {
+        Ok(self.cost_given(path)?.unwrap_or(default))
+    }
+
+    /// A CPU cost as given, or `default` times `scale` (rounded to the ns).
+    fn cost_scaled(&mut self, path: &str, default: Ns, scale: f64) -> Result<Ns, ScenarioError> {
+        Ok(self
+            .cost_given(path)?
+            .unwrap_or_else(|| (default as f64 * scale).round() as Ns))
+    }
+
+    fn cost_given(&mut self, path: &str) -> Result<Option<Ns>, ScenarioError> {
         match self.duration(path)? {
             Some((v, e)) if v > 1_000_000_000 => err(
                 &e.origin,
@@ -906,8 +952,8 @@ impl Reader {
                     v / 1_000_000_000
                 ),
             ),
-            Some((v, _)) => Ok(v),
-            None => Ok(default),
+            Some((v, _)) => Ok(Some(v)),
+            None => Ok(None),
         }
     }
 }
@@ -955,25 +1001,30 @@ fn read_machine(r: &mut Reader) -> Result<Machine, ScenarioError> {
             "machine.anon + machine.reserve leave less than 64 MiB for the page cache",
         );
     }
+    // a CPU `k` times slower (or faster) than the one the default costs
+    // describe: the defaults of the costs of work are scaled, the costs
+    // given stand as given (`CpuCost::scaled`'s split: the slice and the
+    // timer latency are not work)
+    let k = r.factor("machine.cost.scale", 0.01, 1000.0)?.unwrap_or(1.0);
     let cost = CpuCost {
-        syscall: r.cost("machine.cost.syscall", NSEC_PER_USEC / 2)?,
-        copy_per_kib: r.cost("machine.cost.copy_per_kib", 80)?,
-        page_cache_insert: r.cost("machine.cost.page_cache_insert", 300)?,
-        reclaim_per_page: r.cost("machine.cost.reclaim_per_page", 500)?,
-        host_fault: r.cost("machine.cost.host_fault", 0)?,
-        page_fault: r.cost("machine.cost.page_fault", 2 * NSEC_PER_USEC)?,
-        cache_miss: r.cost("machine.cost.cache_miss", 0)?,
-        writeback_per_page: r.cost("machine.cost.writeback_per_page", 150)?,
-        bio_submit: r.cost("machine.cost.bio_submit", 2 * NSEC_PER_USEC)?,
-        file_create: r.cost("machine.cost.file_create", 15 * NSEC_PER_USEC)?,
-        writepages_inode: r.cost("machine.cost.writepages_inode", 5 * NSEC_PER_USEC)?,
-        rq_dispatch: r.cost("machine.cost.rq_dispatch", 5 * NSEC_PER_USEC)?,
-        bdp_call: r.cost("machine.cost.bdp_call", NSEC_PER_USEC)?,
-        fio_io: r.cost("machine.cost.fio_io", 500)?,
-        wakeup: r.cost("machine.cost.wakeup", 3 * NSEC_PER_USEC)?,
+        syscall: r.cost_scaled("machine.cost.syscall", NSEC_PER_USEC / 2, k)?,
+        copy_per_kib: r.cost_scaled("machine.cost.copy_per_kib", 80, k)?,
+        page_cache_insert: r.cost_scaled("machine.cost.page_cache_insert", 300, k)?,
+        reclaim_per_page: r.cost_scaled("machine.cost.reclaim_per_page", 500, k)?,
+        host_fault: r.cost_scaled("machine.cost.host_fault", 0, k)?,
+        page_fault: r.cost_scaled("machine.cost.page_fault", 2 * NSEC_PER_USEC, k)?,
+        cache_miss: r.cost_scaled("machine.cost.cache_miss", 0, k)?,
+        writeback_per_page: r.cost_scaled("machine.cost.writeback_per_page", 150, k)?,
+        bio_submit: r.cost_scaled("machine.cost.bio_submit", 2 * NSEC_PER_USEC, k)?,
+        file_create: r.cost_scaled("machine.cost.file_create", 15 * NSEC_PER_USEC, k)?,
+        writepages_inode: r.cost_scaled("machine.cost.writepages_inode", 5 * NSEC_PER_USEC, k)?,
+        rq_dispatch: r.cost_scaled("machine.cost.rq_dispatch", 5 * NSEC_PER_USEC, k)?,
+        bdp_call: r.cost_scaled("machine.cost.bdp_call", NSEC_PER_USEC, k)?,
+        fio_io: r.cost_scaled("machine.cost.fio_io", 500, k)?,
+        wakeup: r.cost_scaled("machine.cost.wakeup", 3 * NSEC_PER_USEC, k)?,
         wakeup_jitter: r.cost("machine.cost.wakeup_jitter", 30 * NSEC_PER_USEC)?,
         sched_slice: r.cost("machine.cost.sched_slice", 3 * NSEC_PER_MSEC)?,
-        fork: r.cost("machine.cost.fork", 0)?,
+        fork: r.cost_scaled("machine.cost.fork", 0, k)?,
         spread: r
             .uint("machine.cost.spread", 0, 90)?
             .map(|x| x.0)
@@ -2437,6 +2488,36 @@ mod cap_tests {
             e.contains("for a `throttled` device (`channels` is a key of `ssd` devices)"),
             "{e}"
         );
+    }
+
+    /// `machine.cost.scale` scales the defaults of the costs of work; a
+    /// cost given stands, and the slice and timer latency are not work.
+    #[test]
+    fn a_cost_scale_multiplies_the_defaults_only() {
+        let src = "[devices.d]\ntype = \"ssd\"\n[filesystems.f]\ndevice = \"d\"\n\
+                   [jobs.a]\ntype = \"dd\"\n";
+        let base = load(src, &[]).unwrap().machine.cost;
+        let c = load(
+            src,
+            &[
+                "machine.cost.scale=12.5",
+                "machine.cost.copy_per_kib=1420ns",
+            ],
+        )
+        .unwrap()
+        .machine
+        .cost;
+        assert_eq!(c.copy_per_kib, 1420);
+        assert_eq!(c.page_cache_insert, base.page_cache_insert * 25 / 2);
+        assert_eq!(c.writeback_per_page, base.writeback_per_page * 25 / 2);
+        assert_eq!(c.wakeup, base.wakeup * 25 / 2);
+        assert_eq!(c.sched_slice, base.sched_slice);
+        assert_eq!(c.wakeup_jitter, base.wakeup_jitter);
+        for bad in ["0", "1001", "\"fast\""] {
+            let e = load(src, &[&format!("machine.cost.scale={bad}")]).unwrap_err();
+            assert!(e.contains("`machine.cost.scale`"), "{e}");
+            assert!(e.contains("expected a number in 0.01..=1000"), "{e}");
+        }
     }
 
     #[test]
