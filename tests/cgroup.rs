@@ -204,6 +204,80 @@ fn summary_gives_each_cgroups_stall_over_the_window() {
     assert_eq!(cgroup(&late, "B").io_some_pct, 0.0);
 }
 
+/// A memcg at `memory.max` reclaims its own clean pages in the charging
+/// task (`try_charge_memcg`): they leave the page cache, the task pays
+/// `reclaim_per_page` for each inside a memstall, and the memcg counts
+/// them in its `memory.stat` pgscan/pgsteal.
+#[test]
+fn memory_max_reclaims_in_the_charging_task() {
+    let sets = ["run.duration=20s", "run.warmup=12s"];
+    let cheap = run("iomax-10-25.toml", &sets, false);
+    let dear_sets = [sets[0], sets[1], "machine.cost.reclaim_per_page=8us"];
+    let dear = run("iomax-10-25.toml", &dear_sets, false);
+    let stat = |r: &wbsim::output::RunResult, name: &str, key: &str| -> u64 {
+        let f = format!("cgroup/{name}/memory.stat");
+        let (_, b) = r.extra_files.iter().find(|(n, _)| *n == f).unwrap();
+        let text = String::from_utf8(b.clone()).unwrap();
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{key} ")))
+            .unwrap();
+        line[key.len() + 1..].parse().unwrap()
+    };
+    let vm = |r: &wbsim::output::RunResult, key: &str| -> u64 {
+        let line = r
+            .vmstat
+            .lines()
+            .rev()
+            .find(|l| l.starts_with(&format!("{key} ")))
+            .unwrap();
+        line[key.len() + 1..].trim().parse().unwrap()
+    };
+    // B (25 MiB/s for 20 s, about 500 MiB) passed its 256 MiB: what it
+    // wrote beyond that was reclaimed, and so left the page cache
+    let b = cgroup(&cheap, "B");
+    let file_b = stat(&cheap, "B", "file") / 4096;
+    assert_eq!(file_b, 65536, "B's file stays at memory.max");
+    let steal = stat(&cheap, "B", "pgsteal");
+    let written = b.wbytes / 4096;
+    assert_eq!(stat(&cheap, "B", "pgscan"), steal);
+    assert!(
+        steal + file_b >= written && steal + file_b <= written + 4096,
+        "B reclaimed {steal} pages, holds {file_b}, wrote {written}"
+    );
+    let file_a = stat(&cheap, "A", "file") / 4096;
+    assert_eq!(stat(&cheap, "A", "pgsteal"), 0, "A stays under its limit");
+    let cached = vm(&cheap, "nr_file_pages");
+    assert!(
+        cached < file_a + file_b + 4096,
+        "the page cache holds {cached} pages, the memcgs {file_a} + {file_b}"
+    );
+    // the reclaim's CPU time is the writer's, in a memory stall
+    let cpu = |r: &wbsim::output::RunResult| {
+        let j = r.summary.jobs.iter().find(|j| j.name == "b").unwrap();
+        j.cpu_user + j.cpu_system
+    };
+    let steal_dear = stat(&dear, "B", "pgsteal") as f64;
+    let extra = steal_dear * 7.5e-6 / 20.0; // CPU-s/s the costlier reclaim adds
+    assert!(
+        cpu(&dear) - cpu(&cheap) > 0.5 * extra,
+        "b's CPU {} -> {} for {steal_dear} pages",
+        cpu(&cheap),
+        cpu(&dear)
+    );
+    let mem = |r: &wbsim::output::RunResult| cgroup(r, "B").memory_some_pct;
+    assert!(
+        mem(&cheap) > 0.0 && mem(&dear) > 4.0 * mem(&cheap),
+        "{} -> {}",
+        mem(&cheap),
+        mem(&dear)
+    );
+    assert_eq!(cgroup(&dear, "A").memory_some_pct, 0.0);
+    // the flusher's kworkers' CPU time is reported beside the writers'
+    let k = cheap.summary.kthreads_cpu.expect("kernel threads ran");
+    assert!(k > 0.0 && k < 2.0, "{k}");
+}
+
 #[test]
 fn a_run_without_cgroups_has_no_cgroup_outputs() {
     let path = concat!(

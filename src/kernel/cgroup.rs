@@ -239,6 +239,10 @@ pub struct Cgroup {
     pub file: u64,
     pub file_dirty: u64,
     pub file_writeback: u64,
+    /// `pgscan` / `pgsteal`: pages the memcg's own reclaim (under
+    /// `memory.max` / `memory.high`) scanned and freed.
+    pub pgscan: u64,
+    pub pgsteal: u64,
     /// The memcg's `wb_domain` (`memcg->cgwb_domain`).
     pub dom: WbDomain,
     /// `memcg->cgwb_frn[]`.
@@ -389,11 +393,14 @@ impl Kernel {
                 );
             }
             out.push((format!("{dir}/io.stat"), io.into_bytes()));
+            // the kernel's order: sizes in bytes, then the event counts
             let mem = format!(
-                "file {}\nfile_dirty {}\nfile_writeback {}\n",
+                "file {}\nfile_dirty {}\nfile_writeback {}\npgscan {}\npgsteal {}\n",
                 c.file * ps,
                 c.file_dirty * ps,
-                c.file_writeback * ps
+                c.file_writeback * ps,
+                c.pgscan,
+                c.pgsteal
             );
             out.push((format!("{dir}/memory.stat"), mem.into_bytes()));
             // cgroup v1's blkio.time (ms) and blkio.sectors under CFQ

@@ -252,8 +252,8 @@ impl ReclaimStat {
 
 /// An inode's inactive pages by what reclaim does with them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Inactive {
-    clean: u64,
+pub(crate) struct Inactive {
+    pub(crate) clean: u64,
     /// Under writeback: with PG_reclaim (went round again), without.
     wb_tagged: u64,
     wb: u64,
@@ -263,7 +263,7 @@ struct Inactive {
 
 impl Kernel {
     /// An inode still in the table and not evicted.
-    fn lru_live(&self, ino: InodeId) -> bool {
+    pub(crate) fn lru_live(&self, ino: InodeId) -> bool {
         ino >= self.inodes.first_id()
             && ino < self.inodes.end_id()
             && self.inodes[ino].i_state & crate::fs::I_FREEING == 0
@@ -421,7 +421,7 @@ impl Kernel {
     }
 
     /// An inode's inactive pages by kind.
-    fn inactive_of(&self, ino: InodeId) -> Inactive {
+    pub(crate) fn inactive_of(&self, ino: InodeId) -> Inactive {
         let i = &self.inodes[ino];
         let dirty = i.dirty.count();
         let wb = i.nr_writeback;
@@ -462,7 +462,7 @@ impl Kernel {
 
     /// Take up to `want` inactive clean pages of an inode: a read file's by
     /// position (not under read, not active), others by count.
-    fn reclaim_clean(&mut self, ino: InodeId, clean: u64, want: u64) -> u64 {
+    pub(crate) fn reclaim_clean(&mut self, ino: InodeId, clean: u64, want: u64) -> u64 {
         let mut take = clean.min(want);
         if take > 0 && !self.ra.files.is_empty() {
             if let Some(f) = self.ra.files.get(&ino) {

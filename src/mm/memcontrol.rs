@@ -11,10 +11,16 @@
 //! dirtied it from clean (the kernel keeps the memcg that allocated it; the
 //! two differ only when another cgroup re-dirties a clean cached page, as
 //! after a refault). A memcg's `file` counts the page-cache pages its
-//! tasks' writes allocated; its reclaim keeps it under
-//! min(`memory.max`, `memory.high`) by dropping clean pages from the count
-//! (the pages themselves stay in the global page cache, whose dirtyable
-//! memory counts free and file pages alike). Reads do not charge.
+//! tasks' writes allocated. A charge that takes it over
+//! min(`memory.max`, `memory.high`) reclaims in the charging task
+//! (`try_charge_memcg` → `try_to_free_mem_cgroup_pages`, inside
+//! `psi_memstall_enter`/`leave`): the inactive clean pages of the inodes
+//! the memcg first dirtied leave the page cache, oldest inode first, at
+//! `machine.cost.reclaim_per_page` each, and the task is in a memstall
+//! until that CPU time has run. Pages it cannot find that way (clean pages
+//! of another memcg's inodes, active ones) only leave the count. Dirty and
+//! writeback pages stay. `memory.high`'s throttling sleep
+//! (`mem_cgroup_handle_over_high`) is not modelled. Reads do not charge.
 //! Everything here runs only in a run with cgroups (`Cgroups::enabled`).
 
 use crate::kernel::cgroup::{add_back, take_front, InodeCg, MEMCG_CGWB_FRN_CNT};
@@ -112,24 +118,58 @@ impl Kernel {
         if let Some(i) = self.cg.inodes.get_mut(&ino) {
             add_back(&mut i.dirty_by, cg, added);
         }
-        self.memcg_reclaim(cg);
+        self.memcg_reclaim(pid, cg);
         let wb = self.inodes[ino].wb;
         if added > 0 && self.wbs[wb].memcg != cg && self.sc.features.cgroup_writeback {
             self.track_foreign_dirty(pid, ino, wb, cg);
         }
     }
 
-    /// The memcg's reclaim under `memory.max` / `memory.high`: clean
-    /// page-cache pages leave its count until it is back under the lower
-    /// limit (dirty and writeback pages stay).
-    fn memcg_reclaim(&mut self, cg: usize) {
-        let c = &mut self.cg.list[cg];
+    /// `try_charge_memcg` over min(`memory.max`, `memory.high`): task
+    /// `pid` reclaims the memcg's clean pages until it is back under that
+    /// limit (`try_to_free_mem_cgroup_pages`; dirty and writeback pages
+    /// stay). The pages found on the inactive lists of the memcg's inodes
+    /// are freed and cost the task `reclaim_per_page` each, run first in
+    /// its next burst inside a memstall (6.1 counts memcg reclaim in the
+    /// memcg's own `memory.stat` pgscan/pgsteal, not in /proc/vmstat, and
+    /// counts no allocstall).
+    fn memcg_reclaim(&mut self, pid: Pid, cg: usize) {
+        let c = &self.cg.list[cg];
         let ceiling = c
             .memory_max
             .unwrap_or(u64::MAX)
             .min(c.memory_high.unwrap_or(u64::MAX));
-        if c.file > ceiling {
-            c.file = ceiling.max(c.file_dirty + c.file_writeback);
+        if c.file <= ceiling {
+            return;
+        }
+        let target = ceiling.max(c.file_dirty + c.file_writeback);
+        let want = c.file - c.file.min(target);
+        let inos: Vec<InodeId> = self
+            .cg
+            .inodes
+            .iter()
+            .filter(|(_, i)| i.dirtier == cg)
+            .map(|(&ino, _)| ino)
+            .collect();
+        let mut got = 0;
+        for ino in inos {
+            if got >= want {
+                break;
+            }
+            if !self.lru_live(ino) {
+                continue;
+            }
+            let clean = self.inactive_of(ino).clean;
+            got += self.reclaim_clean(ino, clean, want - got);
+        }
+        let c = &mut self.cg.list[cg];
+        c.file = c.file.min(target);
+        c.pgscan += got;
+        c.pgsteal += got;
+        let cpu = got * self.sc.machine.cost.reclaim_per_page;
+        if cpu > 0 {
+            self.tasks[pid].owed_sys += cpu;
+            self.psi_direct_reclaim(pid, cpu);
         }
     }
 

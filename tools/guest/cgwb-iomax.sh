@@ -37,6 +37,8 @@ if [ "$WBTRACE" = 1 ]; then
 fi
 echo > $TR/trace
 sync; echo 3 > /proc/sys/vm/drop_caches
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
+b0=$(busy)
 t0=$(up)
 sh -c "echo \$\$ > $CG/A/cgroup.procs; exec /usr/bin/gdd if=/dev/zero of=/mnt/slow/a bs=1M count=$AMB" 2> /tmp/dd.A & PA=$!
 sh -c "echo \$\$ > $CG/B/cgroup.procs; exec /usr/bin/gdd if=/dev/zero of=/mnt/slow/b bs=1M count=$BMB" 2> /tmp/dd.B & PB=$!
@@ -51,14 +53,23 @@ sh -c "echo \$\$ > $CG/B/cgroup.procs; exec /usr/bin/gdd if=/dev/zero of=/mnt/sl
 SP=$!
 # each cgroup's io.pressure as its writer ends (its `some` total, in us,
 # against the time since the writers started)
-wait $PA; tA=$(up); pA=$(head -1 $CG/A/io.pressure); pB=$(head -1 $CG/B/io.pressure)
-wait $PB; tB=$(up); pB2=$(head -1 $CG/B/io.pressure); wait $SP
+# and each cgroup's CPU time (cpu.stat is there without the cpu controller)
+cpu() { awk '/^usage_usec/{print $2}' $CG/$1/cpu.stat; }
+wait $PA; tA=$(up); pA=$(head -1 $CG/A/io.pressure); pB=$(head -1 $CG/B/io.pressure); cA=$(cpu A)
+mA=$(head -1 $CG/A/memory.pressure); mB=$(head -1 $CG/B/memory.pressure); bA=$(busy); cBA=$(cpu B)
+wait $PB; tB=$(up); pB2=$(head -1 $CG/B/io.pressure); cB=$(cpu B); wait $SP
 echo "io.pressure at t=$(awk "BEGIN{print $tA-$t0}"): A $pA; B $pB"
 echo "io.pressure at t=$(awk "BEGIN{print $tB-$t0}"): B $pB2"
+echo "memory.pressure at A's end: A $mA; B $mB"
+echo "memory.stat pgscan/pgsteal at the end: A $(awk '/^(pgscan|pgsteal) /{printf "%s=%s ", $1, $2}' $CG/A/memory.stat) B $(awk '/^(pgscan|pgsteal) /{printf "%s=%s ", $1, $2}' $CG/B/memory.stat)"
+echo "cpu usage_usec: A $cA (at its end), B $cB (at its end)"
+echo "CPUs busy (/proc/stat, all but idle and iowait) until A ends: $(( (bA-b0)*10 )) ms, of which the writers $(( (cA+cBA)/1000 )) ms"
 echo "A: $(tail -1 /tmp/dd.A)  (finished t=$(awk "BEGIN{print $tA-$t0}"))"
 echo "B: $(tail -1 /tmp/dd.B)  (finished t=$(awk "BEGIN{print $tB-$t0}"))"
 sync
 echo "io.stat A: $(cat $CG/A/io.stat)"; echo "io.stat B: $(cat $CG/B/io.stat)"
+echo "balance_dirty_pages pauses (ms) by cgroup_ino:"
+grep balance_dirty_pages: $TR/trace | awk '{for(i=1;i<=NF;i++){if($i~/^pause=/){split($i,a,"=");p=a[2]} if($i~/^cgroup_ino=/){split($i,c,"=");g=c[2]}} n[g]++; s[g]+=p} END{for(g in n) print g, n[g], s[g]}'
 echo "balance_dirty_pages events by cgroup_ino:"; grep balance_dirty_pages: $TR/trace | sed 's/.*cgroup_ino=\([0-9]*\).*/\1/' | sort | uniq -c
 for ino in $(stat -c %i $CG/A) $(stat -c %i $CG/B); do grep balance_dirty_pages: $TR/trace | grep "cgroup_ino=$ino\$" | tail -3 | cut -c1-330; done
 [ "$WBTRACE" = 1 ] && cp $TR/trace $OUT/trace.txt
