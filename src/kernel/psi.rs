@@ -43,7 +43,9 @@
 //! (the root's are the system's). CPU and IRQ pressure and triggers are
 //! not modelled, nor the memstalls this model has no cause for:
 //! refaults of workingset pages (`folio_wait_bit_common`, readahead of
-//! them), swap-in, compaction, memcg reclaim and `memory.high` throttling.
+//! them), swap-in, compaction and `memory.high` throttling. Memcg reclaim
+//! at `memory.max` (`try_charge_memcg`) holds a memstall as direct reclaim
+//! does (mm/memcontrol.rs).
 
 use super::{Kernel, Pid, RunState};
 use crate::sim::{Ns, NSEC_PER_SEC};
