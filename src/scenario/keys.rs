@@ -208,7 +208,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("jobs.NAME.section", "every section", FIO, "\"w\"", "the sections to run, comma-separated (`fio --section`)"),
     k("jobs.NAME.cgroup", "the root", ALL, "\"A\"", "the cgroup the job's tasks run in, a `[cgroups.NAME]` (fio's `cgroup=` joins one if it is defined)"),
     // cgroups (v2, one level under the root)
-    k("cgroups.NAME.memory.max", "max", ALL, "\"512M\"", "the memcg's hard limit (size or \"max\"): its headroom caps the memcg's dirtyable memory (`mdtc`); over it the charging task reclaims its clean cache (pgscan, pgsteal)"),
+    k("cgroups.NAME.memory.max", "max", ALL, "\"512M\"", "the memcg's hard limit (size or \"max\"): its headroom caps its dirtyable memory (`mdtc`); over it the charging task reclaims its clean cache"),
     k("cgroups.NAME.memory.high", "max", ALL, "\"384M\"", "the memcg's high limit (a size or \"max\"), as `memory.max` for the dirty limits"),
     k("cgroups.NAME.io.weight", "100", ALL, "500", "io.cost's weight (1–10000) on devices with `io.cost.qos`; the isolation report's weight when the scheduler is neither bfq nor cfq"),
     k("cgroups.NAME.io.bfq.weight", "100", ALL, "200", "BFQ's group weight (1–1000) with `queue.scheduler = \"bfq\"`"),
