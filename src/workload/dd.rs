@@ -239,13 +239,36 @@ impl Kernel {
                         self.dd(pid).stage = Stage::Done;
                         continue;
                     }
+                    // XFS: a write that crosses its file's delalloc
+                    // reservation goes folio by folio (fs/xfs.rs)
+                    let xfs = unit_pages > 1 && self.sbs[self.inodes[ino].sb as usize].is_xfs();
+                    let split = if xfs {
+                        let max_folio = self.sbs[self.inodes[ino].sb as usize].max_folio_pages;
+                        self.xfs_write_folio(ino, pos, bs_pages, limit, max_folio)
+                    } else {
+                        None
+                    };
                     // units until the next check enters balance_dirty_pages
-                    let until = self.throttle_pages_until_check(pid, wb);
-                    let mut units = per_unit_ceil(until, unit_pages).max(1);
-                    if limit != u64::MAX {
-                        units = units.min(per_unit_ceil(limit - pos, unit_pages));
-                    }
-                    let mut pages = units * unit_pages;
+                    let mut units = 1;
+                    let mut pages = match split {
+                        Some(folio) => folio,
+                        None => {
+                            let until = self.throttle_pages_until_check(pid, wb);
+                            units = per_unit_ceil(until, unit_pages).max(1);
+                            if limit != u64::MAX {
+                                units = units.min(per_unit_ceil(limit - pos, unit_pages));
+                            }
+                            if xfs {
+                                // stop where the reservation ends, or at the
+                                // start of the write that crosses it
+                                let end = self.xfs_delalloc_end(ino);
+                                let stop = end - end % bs_pages;
+                                let stop = if stop > pos { stop } else { end };
+                                units = units.min(per_unit(stop - pos, unit_pages).max(1));
+                            }
+                            units * unit_pages
+                        }
+                    };
                     // pages past the end of the file's cache are allocated
                     let mut new_pages = self.inodes[ino].pages_past_span(pos, pages);
                     // The kernel allocates each page as the copy reaches
