@@ -78,6 +78,9 @@ t0=$(up); touch /tmp/sampling; sample wbytes $t0 & SP=$!
 run_in A $WSEC /usr/bin/gdd if=/dev/zero of=/mnt/slow/a bs=1M 2> /tmp/dd.A & PA=$!
 run_in B $WSEC /usr/bin/gdd if=/dev/zero of=/mnt/slow/b bs=1M 2> /tmp/dd.B & PB=$!
 wait $PA; wait $PB; rm -f /tmp/sampling; wait $SP
+# the writers' stall and CPU time, for the cgroup figures: each cgroup's
+# io.pressure and memory.pressure `some` totals (us) and cpu.stat usage_usec
+for g in A B; do echo "$g at the writers' end: io $(head -1 $CG/$g/io.pressure | sed 's/.*total=/total=/') memory $(head -1 $CG/$g/memory.pressure | sed 's/.*total=/total=/') cpu usage_usec=$(awk '/^usage_usec/{print $2}' $CG/$g/cpu.stat)"; done
 echo "A: $(grep copied /tmp/dd.A | tail -1)"; echo "B: $(grep copied /tmp/dd.B | tail -1)"
 sync; echo 3 > /proc/sys/vm/drop_caches
 echo "file sizes: a=$(stat -c %s /mnt/slow/a) b=$(stat -c %s /mnt/slow/b)"

@@ -71,6 +71,9 @@ t0=$(up); touch /tmp/sampling; sample $t0 & SP=$!
 run_in A $WSEC /usr/bin/gdd if=/dev/zero of=/mnt/slow/a bs=1M 2> /tmp/dd.A & PA=$!
 run_in B $WSEC /usr/bin/gdd if=/dev/zero of=/mnt/slow/b bs=1M 2> /tmp/dd.B & PB=$!
 wait $PA; wait $PB; rm -f /tmp/sampling; wait $SP
+# the writers' stall and CPU time, for the cgroup figures: each cgroup's
+# io.pressure and memory.pressure `some` totals (us) and cpu.stat usage_usec
+for g in A B; do echo "$g at the writers' end: io $(head -1 $CG/$g/io.pressure | sed 's/.*total=/total=/') memory $(head -1 $CG/$g/memory.pressure | sed 's/.*total=/total=/') cpu usage_usec=$(awk '/^usage_usec/{print $2}' $CG/$g/cpu.stat)"; done
 echo "A: $(grep copied /tmp/dd.A | tail -1)"; echo "B: $(grep copied /tmp/dd.B | tail -1)"
 echo "io.stat A: $(cat $CG/A/io.stat)"; echo "io.stat B: $(cat $CG/B/io.stat)"
 echo "io.pressure A: $(head -1 $CG/A/io.pressure); B: $(head -1 $CG/B/io.pressure)"
