@@ -243,6 +243,10 @@ pub struct Cgroup {
     /// `memory.max` / `memory.high`) scanned and freed.
     pub pgscan: u64,
     pub pgsteal: u64,
+    /// The inodes the memcg dirtied first, in that order, and where its
+    /// reclaim last found clean pages among them.
+    pub own_inodes: Vec<crate::kernel::InodeId>,
+    pub reclaim_cursor: usize,
     /// The memcg's `wb_domain` (`memcg->cgwb_domain`).
     pub dom: WbDomain,
     /// `memcg->cgwb_frn[]`.

@@ -103,6 +103,7 @@ impl Kernel {
                 ..Default::default()
             },
         );
+        self.cg.list[cg].own_inodes.push(ino);
     }
 
     /// The memcg half of `folio_account_dirtied` for `added` pages `pid`
@@ -144,23 +145,27 @@ impl Kernel {
         }
         let target = ceiling.max(c.file_dirty + c.file_writeback);
         let want = c.file - c.file.min(target);
-        let inos: Vec<InodeId> = self
-            .cg
-            .inodes
-            .iter()
-            .filter(|(_, i)| i.dirtier == cg)
-            .map(|(&ino, _)| ino)
-            .collect();
+        // the memcg's inodes in the order it first dirtied them, from where
+        // the last reclaim found pages, round once: the older ones are
+        // mostly reclaimed already, so a charge costs O(1) amortized
+        let n = c.own_inodes.len();
+        let start = c.reclaim_cursor.min(n);
         let mut got = 0;
-        for ino in inos {
+        for k in 0..n {
             if got >= want {
                 break;
             }
+            let i = (start + k) % n;
+            let ino = self.cg.list[cg].own_inodes[i];
             if !self.lru_live(ino) {
                 continue;
             }
             let clean = self.inactive_of(ino).clean;
-            got += self.reclaim_clean(ino, clean, want - got);
+            let took = self.reclaim_clean(ino, clean, want - got);
+            if took > 0 {
+                got += took;
+                self.cg.list[cg].reclaim_cursor = i;
+            }
         }
         let c = &mut self.cg.list[cg];
         c.file = c.file.min(target);
