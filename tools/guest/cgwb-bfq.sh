@@ -96,10 +96,15 @@ if [ "$BLKTRACE" = 1 ]; then
 fi
 [ "$RSEC" = 0 ] && { umount /mnt/slow; echo done; exit 0; }
 echo "== readers ($RSEC s)"
+iot() { head -1 $CG/$1/io.pressure | sed 's/.*total=//'; }
+cput() { awk '/^usage_usec/{print $2}' $CG/$1/cpu.stat; }
+ioA=$(iot A); ioB=$(iot B); cA=$(cput A); cB=$(cput B)
 t0=$(up); touch /tmp/sampling; sample rbytes $t0 & SP=$!
 run_in A $RSEC /usr/bin/gdd if=/mnt/slow/a of=/dev/null bs=128k 2> /tmp/rd.A & PA=$!
 run_in B $RSEC /usr/bin/gdd if=/mnt/slow/b of=/dev/null bs=128k 2> /tmp/rd.B & PB=$!
 wait $PA; wait $PB; rm -f /tmp/sampling; wait $SP
+# the readers' own stall and CPU time (us), this phase only
+echo "readers' phase: io some A $(( $(iot A) - ioA )) B $(( $(iot B) - ioB )), cpu A $(( $(cput A) - cA )) B $(( $(cput B) - cB ))"
 echo "A: $(grep copied /tmp/rd.A | tail -1)"; echo "B: $(grep copied /tmp/rd.B | tail -1)"
 echo "io.stat A: $(cat $CG/A/io.stat)"; echo "io.stat B: $(cat $CG/B/io.stat)"
 umount /mnt/slow
