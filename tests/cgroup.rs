@@ -392,11 +392,13 @@ fn bfq_readers_on_the_guest_disk_fill_its_bandwidth() {
 }
 
 /// The 6.1 guest's readers alone (2026-11-28) get their weights, A / B
-/// 0.508: BFQ idles on a sync queue in an asymmetric scenario. wbsim's stay
-/// at 1:1 on this device (docs/validation.md, "BFQ weights on the guest";
-/// the 0.970 it used to match was a run whose writers kept writing).
+/// 0.508, though the disk takes 256 requests: BFQ idles on an empty sync
+/// queue past its budget timeout and expires it only once its next request
+/// has arrived, so it is requeued with its timestamps (docs/validation.md,
+/// "BFQ weights on the guest"; the 0.970 this test once held wbsim to was a
+/// run whose writers kept writing). Expired empty, the queue would go to
+/// the idle tree and the readers would alternate 1:1.
 #[test]
-#[ignore = "known miss: wbsim's BFQ gives two sync readers 1:1 on the guest's disk, the kernel 1:2 (docs/validation.md)"]
 fn bfq_gives_sync_readers_their_weights_on_the_guest_disk() {
     let r = run(
         "bfq-guest-readers.toml",

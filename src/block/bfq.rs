@@ -585,9 +585,14 @@ impl Kernel {
             let bq = &b.queues[q];
             if bq.nr == 0 {
                 if bq.key.is_sync() && b.tun.slice_idle > 0 {
-                    // bfq_better_to_idle: wait for the in-flight requests,
-                    // then idle for slice_idle (bfq_arm_slice_timer)
-                    if bq.dispatched == 0 && now < b.budget_timeout {
+                    // bfq_bfqq_must_idle: wait for the in-flight requests,
+                    // then idle for slice_idle (bfq_arm_slice_timer), even
+                    // past the budget timeout: an empty queue is expired
+                    // for its timeout only once a request arrives
+                    // (bfq_rq_enqueued), so that it is requeued with its
+                    // timestamps, not sent to the idle tree
+                    // (bfq_select_queue, bfq_completed_request)
+                    if bq.dispatched == 0 {
                         b.idling = true;
                         b.idle_gen = b.idle_gen.wrapping_add(1);
                         let gen = b.idle_gen;
@@ -601,9 +606,7 @@ impl Kernel {
                         );
                         return None;
                     }
-                    if bq.dispatched > 0 && now < b.budget_timeout {
-                        return None;
-                    }
+                    return None;
                 }
                 let reason = if now >= b.budget_timeout {
                     Expire::BudgetTimeout
