@@ -239,9 +239,9 @@ pub struct Cgroup {
     pub file: u64,
     pub file_dirty: u64,
     pub file_writeback: u64,
-    /// `pgscan` / `pgsteal`: pages the memcg's own reclaim (under
-    /// `memory.max` / `memory.high`) scanned and freed.
-    pub pgscan: u64,
+    /// `pgsteal`: pages the memcg's own reclaim (under `memory.max` /
+    /// `memory.high`) freed. It scans only clean inactive pages, each of
+    /// which it frees, so `pgscan` is the same count.
     pub pgsteal: u64,
     /// The inodes the memcg dirtied first, in that order, and where its
     /// reclaim last found clean pages among them.
@@ -403,7 +403,7 @@ impl Kernel {
                 c.file * ps,
                 c.file_dirty * ps,
                 c.file_writeback * ps,
-                c.pgscan,
+                c.pgsteal,
                 c.pgsteal
             );
             out.push((format!("{dir}/memory.stat"), mem.into_bytes()));

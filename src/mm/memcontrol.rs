@@ -169,7 +169,6 @@ impl Kernel {
         }
         let c = &mut self.cg.list[cg];
         c.file = c.file.min(target);
-        c.pgscan += got;
         c.pgsteal += got;
         let cpu = got * self.sc.machine.cost.reclaim_per_page;
         if cpu > 0 {

@@ -241,9 +241,9 @@ impl Kernel {
                     }
                     // XFS: a write that crosses its file's delalloc
                     // reservation goes folio by folio (fs/xfs.rs)
-                    let xfs = unit_pages > 1 && self.sbs[self.inodes[ino].sb as usize].is_xfs();
+                    let sb = &self.sbs[self.inodes[ino].sb as usize];
+                    let (xfs, max_folio) = (unit_pages > 1 && sb.is_xfs(), sb.max_folio_pages);
                     let split = if xfs {
-                        let max_folio = self.sbs[self.inodes[ino].sb as usize].max_folio_pages;
                         self.xfs_write_folio(ino, pos, bs_pages, limit, max_folio)
                     } else {
                         None
