@@ -27,31 +27,52 @@ struct EventAcc {
 /// How many times each value occurred: a sorted run-length list, and the
 /// values added since it was last merged (at most an eighth of its length,
 /// so that a merge, linear in the list, is paid for by the adds before it).
+/// The values added are run-length coded as they come (a threshold repeats
+/// line after line), and a merge whose values all lie past the list's end
+/// (a cumulative counter's) appends them, with no copy of the list.
 #[derive(Clone, Debug, Default)]
 pub struct Counts {
     sorted: Vec<(i64, u64)>,
-    pending: Vec<i64>,
+    pending: Vec<(i64, u64)>,
+    /// Where the next merge is built, then swapped with `sorted`: the two
+    /// lists keep their memory from merge to merge, instead of a new list
+    /// each time (fresh pages the kernel must fault in and clear).
+    spare: Vec<(i64, u64)>,
 }
 
 impl Counts {
+    #[inline]
     pub fn add(&mut self, v: i64) {
-        self.pending.push(v);
-        if self.pending.len() >= (self.sorted.len() / 8).max(256) {
-            self.merge();
+        match self.pending.last_mut() {
+            Some((x, n)) if *x == v => *n += 1,
+            _ => {
+                self.pending.push((v, 1));
+                if self.pending.len() >= (self.sorted.len() / 8).max(256) {
+                    self.merge();
+                }
+            }
         }
     }
 
     fn merge(&mut self) {
-        let mut p = std::mem::take(&mut self.pending);
-        p.sort_unstable();
-        let mut runs: Vec<(i64, u64)> = Vec::new();
-        for v in p {
-            match runs.last_mut() {
-                Some((x, n)) if *x == v => *n += 1,
-                _ => runs.push((v, 1)),
+        self.pending.sort_unstable_by_key(|&(v, _)| v);
+        match (self.sorted.last(), self.pending.first()) {
+            (Some(&(last, _)), Some(&(first, _))) if first > last => {
+                merge_runs([], self.pending.iter().copied(), &mut self.sorted);
+            }
+            _ => {
+                let mut out = std::mem::take(&mut self.spare);
+                out.clear();
+                out.reserve(self.sorted.len() + self.pending.len());
+                merge_runs(
+                    self.sorted.iter().copied(),
+                    self.pending.iter().copied(),
+                    &mut out,
+                );
+                self.spare = std::mem::replace(&mut self.sorted, out);
             }
         }
-        self.sorted = merge_runs(&self.sorted, &runs);
+        self.pending.clear();
     }
 
     /// The sorted run-length list of every value added.
@@ -62,30 +83,28 @@ impl Counts {
     }
 }
 
-/// Two sorted run-length lists as one.
-fn merge_runs(a: &[(i64, u64)], b: &[(i64, u64)]) -> Vec<(i64, u64)> {
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        match a[i].0.cmp(&b[j].0) {
-            std::cmp::Ordering::Less => {
-                out.push(a[i]);
-                i += 1;
-            }
-            std::cmp::Ordering::Greater => {
-                out.push(b[j]);
-                j += 1;
-            }
-            std::cmp::Ordering::Equal => {
-                out.push((a[i].0, a[i].1 + b[j].1));
-                i += 1;
-                j += 1;
-            }
+/// Two sorted run-length lists as one, appended to `out` (equal values
+/// add their counts; `b` may repeat a value, as `pending` does). `out`
+/// may hold values before them all already.
+fn merge_runs(
+    a: impl IntoIterator<Item = (i64, u64)>,
+    b: impl IntoIterator<Item = (i64, u64)>,
+    out: &mut Vec<(i64, u64)>,
+) {
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    loop {
+        let (v, n) = match (a.peek(), b.peek()) {
+            (Some(x), Some(y)) if x.0 <= y.0 => a.next(),
+            (Some(_), Some(_)) | (None, Some(_)) => b.next(),
+            (Some(_), None) => a.next(),
+            (None, None) => return,
+        }
+        .expect("peeked");
+        match out.last_mut() {
+            Some((x, m)) if *x == v => *m += n,
+            _ => out.push((v, n)),
         }
     }
-    out.extend_from_slice(&a[i..]);
-    out.extend_from_slice(&b[j..]);
-    out
 }
 
 /// The lines of one bdi (or of none: `bdi: None`).
@@ -242,7 +261,9 @@ impl TraceStats {
                     *f = if f.is_empty() {
                         vals
                     } else {
-                        merge_runs(f, &vals)
+                        let mut out = Vec::with_capacity(f.len() + vals.len());
+                        merge_runs(f.iter().copied(), vals, &mut out);
+                        out
                     };
                 }
             }
@@ -320,5 +341,42 @@ mod tests {
         assert!(c.pending.len() < 20_000 / 8 + 256);
         assert_eq!(Pct::of_counts(&c.sorted()), Pct::of(all));
         assert_eq!(d.sorted(), (0..5).map(|v| (v, 4000)).collect::<Vec<_>>());
+    }
+
+    proptest::proptest! {
+        /// Whatever the order (rising like a cumulative counter, repeating
+        /// like a threshold, or neither), the counts are the run-length
+        /// coded sort of every value added.
+        #[test]
+        fn counts_are_the_sorted_values(
+            parts in proptest::collection::vec(
+                (0u8..3, -50i64..50, 1usize..700),
+                1..12,
+            )
+        ) {
+            let mut c = Counts::default();
+            let mut all = Vec::new();
+            let mut rising = 1000i64;
+            for (kind, v, n) in parts {
+                for i in 0..n {
+                    let x = match kind {
+                        0 => { rising += (i % 3) as i64; rising }
+                        1 => v,
+                        _ => v * (i as i64 % 7) - 3,
+                    };
+                    c.add(x);
+                    all.push(x);
+                }
+            }
+            all.sort_unstable();
+            let mut want: Vec<(i64, u64)> = Vec::new();
+            for x in all {
+                match want.last_mut() {
+                    Some((y, n)) if *y == x => *n += 1,
+                    _ => want.push((x, 1)),
+                }
+            }
+            proptest::prop_assert_eq!(c.sorted(), want);
+        }
     }
 }

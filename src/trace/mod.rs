@@ -9,6 +9,8 @@ use crate::kernel::{Kernel, Pid};
 use crate::sim::{Ns, NSEC_PER_SEC, NSEC_PER_USEC};
 use std::fmt::Write as _;
 
+pub mod sink;
+
 /// Which events are enabled (the instance's events/writeback/*/enable).
 #[derive(Clone, Debug, Default)]
 pub struct EventMask {
@@ -104,8 +106,9 @@ pub struct Tracer {
     /// The statistics of the summary's `trace` section.
     pub stats: crate::metrics::TraceStats,
     /// Where the lines go as they are printed: `trace.txt`, from the
-    /// offset `body_at` that its header leaves them.
-    sink: Option<std::io::BufWriter<std::fs::File>>,
+    /// offset `body_at` that its header leaves them, a chunk at a time
+    /// ([`sink::CHUNK`]), written on a thread of its own.
+    sink: Option<sink::Sink>,
     /// `trace.txt` before the lines' place in it is chosen (see
     /// [`Tracer::stream_into`]); they wait in `buf` until then.
     unplaced: Option<std::fs::File>,
@@ -117,9 +120,9 @@ pub struct Tracer {
     body_at: u64,
     /// The lines' bytes held before they are placed.
     pub place_at: usize,
-    /// The first error writing to the sink (the rest of the lines are
-    /// dropped; the run reports it at its end).
-    pub sink_error: Option<std::io::Error>,
+    /// An error placing the lines (the rest are dropped; the run reports it
+    /// at its end, as it does the sink's first error writing them).
+    sink_error: Option<std::io::Error>,
 }
 
 impl Tracer {
@@ -276,17 +279,13 @@ impl Tracer {
     }
 
     /// The line at the end of `buf` (printed at `t`) is done: to the sink
-    /// if there is one, or kept until the lines are placed.
+    /// once a chunk is full, or kept until the lines are placed.
     #[inline]
     fn pass_on(&mut self, t: Ns) {
-        if let Some(w) = &mut self.sink {
-            if self.sink_error.is_none() {
-                use std::io::Write as _;
-                if let Err(e) = w.write_all(self.buf.as_bytes()) {
-                    self.sink_error = Some(e);
-                }
+        if let Some(s) = &mut self.sink {
+            if self.buf.len() >= sink::CHUNK {
+                s.send(&mut self.buf);
             }
-            self.buf.clear();
         } else if self.unplaced.is_some() && self.buf.len() >= self.place_at {
             self.place(t);
         }
@@ -296,7 +295,7 @@ impl Tracer {
     /// extrapolated from `t` to the run's end.
     #[cold]
     fn place(&mut self, t: Ns) {
-        use std::io::{Seek as _, Write as _};
+        use std::io::Seek as _;
         let (Some(mut f), Some((_, ncpus, end))) = (self.unplaced.take(), &self.file) else {
             return;
         };
@@ -305,13 +304,12 @@ impl Tracer {
         self.body_at = header_for(guess, *ncpus).len() as u64;
         let r = f
             .seek(std::io::SeekFrom::Start(self.body_at))
-            .and_then(|_| {
-                let mut w = std::io::BufWriter::with_capacity(1 << 16, f);
-                w.write_all(self.buf.as_bytes())?;
-                Ok(w)
-            });
+            .and_then(|_| sink::Sink::new(f));
         match r {
-            Ok(w) => self.sink = Some(w),
+            Ok(mut s) => {
+                s.send(&mut self.buf);
+                self.sink = Some(s);
+            }
             Err(e) => self.sink_error = Some(e),
         }
         self.buf.clear();
@@ -336,10 +334,11 @@ impl Tracer {
         if let Some(e) = self.sink_error.take() {
             return Err(e);
         }
-        let Some(w) = self.sink.take() else {
+        let Some(mut s) = self.sink.take() else {
             return Ok(());
         };
-        let mut f = w.into_inner().map_err(|e| e.into_error())?;
+        s.send(&mut self.buf);
+        let mut f = s.finish()?;
         if header.len() as u64 == self.body_at {
             f.seek(std::io::SeekFrom::Start(0))?;
             f.write_all(header.as_bytes())?;
@@ -401,42 +400,21 @@ pub fn header_for(lines: u64, ncpus: u32) -> String {
     s
 }
 
-/// "00" to "99": two digits at a time.
-const DIGIT_PAIRS: &str = "00010203040506070809101112131415161718192021222324252627282930313233343536373839404142434445464748495051525354555657585960616263646566676869707172737475767778798081828384858687888990919293949596979899";
-
 /// Append `n` in decimal, padded to `width` with `pad` on the left
 /// (`{n:>width$}`, `{n:0width$}`) or with spaces on the right (`pad` None:
 /// `{n:<width$}`).
 #[inline]
 fn push_num(buf: &mut String, n: u64, width: usize, pad: Option<char>) {
-    let len = n.checked_ilog10().unwrap_or(0) as usize + 1;
+    let mut digits = itoa::Buffer::new();
+    let d = digits.format(n);
     if let Some(c) = pad {
-        for _ in len..width {
+        for _ in d.len()..width {
             buf.push(c);
         }
     }
-    // the pairs of digits from the least significant, then the first one
-    // or two digits and the pairs from the most significant
-    let mut pairs = [0u8; 10];
-    let mut k = 0;
-    let mut n = n;
-    while n >= 100 {
-        pairs[k] = (n % 100) as u8;
-        n /= 100;
-        k += 1;
-    }
-    if n >= 10 {
-        let p = n as usize * 2;
-        buf.push_str(&DIGIT_PAIRS[p..p + 2]);
-    } else {
-        buf.push((b'0' + n as u8) as char);
-    }
-    for &d in pairs[..k].iter().rev() {
-        let p = d as usize * 2;
-        buf.push_str(&DIGIT_PAIRS[p..p + 2]);
-    }
+    buf.push_str(d);
     if pad.is_none() {
-        for _ in len..width {
+        for _ in d.len()..width {
             buf.push(' ');
         }
     }
@@ -872,7 +850,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("trace.txt");
         // (lines, the run's end as a multiple of the last line's time)
-        for (n, end_x) in [(2000u64, 1u64), (2000, 1000), (3, 1), (950, 1)] {
+        // (20000 lines: chunks handed to the writer thread after the placing)
+        for (n, end_x) in [(2000u64, 1u64), (2000, 1000), (3, 1), (950, 1), (20_000, 1)] {
             let mut a = Tracer::new(&[]);
             let mut b = Tracer::new(&[]);
             let last = n * 1_000_000;
