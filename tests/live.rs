@@ -326,6 +326,15 @@ metadata = false
             "metadata = false",
             None,
         ),
+        (
+            "cgroups.toml",
+            "[cgroups.A]
+\"io.bfq.weight\" = 100
+[filesystems.scratch]
+",
+            "has cgroups (A)",
+            None,
+        ),
     ] {
         let text = SCENARIO.replace(
             "[filesystems.scratch]

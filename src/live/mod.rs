@@ -190,6 +190,13 @@ pub fn preflight(sc: &Scenario) -> Result<CapMethod, LiveError> {
             )));
         }
     }
+    if !sc.cgroups.is_empty() {
+        let names: Vec<&str> = sc.cgroups.iter().map(|c| c.name.as_str()).collect();
+        return Err(LiveError::Refused(format!(
+            "the scenario has cgroups ({}); live mode runs all its jobs in one cgroup so far, and would drop their limits and weights (the guest rig's scripts in tools/guest run them on a kernel with cgroup v2)",
+            names.join(", ")
+        )));
+    }
     let (v1, v2) = cgroup::probe();
     let cap = cgroup::choose(v1, &v2).map_err(LiveError::Refused)?;
     if let Some(j) = sc
