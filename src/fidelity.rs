@@ -9,6 +9,7 @@ use crate::metrics::Summary;
 use crate::output::simulate;
 use crate::output::{simulate_with, SimOpts};
 use crate::scenario::Scenario;
+use crate::sim::Ns;
 
 /// Simulate `sc` traced, leaving `outside`'s devices and jobs out of the
 /// summary (`SimOpts::outside`).
@@ -224,24 +225,48 @@ pub fn writers_cpu(s: &Summary) -> f64 {
 /// 12 ms when the host's CPU got 2.2x slower (dd 0.098 -> 0.22 CPU-s/s).
 /// CPU time is close to proportional to the costs at a fixed device
 /// bandwidth, so one correction step after the first estimate suffices.
+/// `host_fault`, when given, is a cost measured on this machine (a host
+/// probe's) and is kept as it is.
 /// Returns (k, the kernel's CPU-s/s), or None without a CPU measurement.
-pub fn cpu_scale(kernel: &[Summary], sc: &Scenario, outside: &[String]) -> Option<(f64, f64)> {
+pub fn cpu_scale(
+    kernel: &[Summary],
+    sc: &Scenario,
+    outside: &[String],
+    host_fault: Option<Ns>,
+) -> Option<(f64, f64)> {
     let mut ks: Vec<f64> = kernel.iter().map(writers_cpu).collect();
     if ks.is_empty() {
         return None;
     }
     let kcpu = median(&mut ks);
-    let mut k = 1.0;
-    for _ in 0..2 {
+    let cpu_at = |k: f64| {
         let mut s = sc.clone();
         s.machine.cost = sc.machine.cost.scaled(k);
-        let cpu = writers_cpu(&sim_summary(&s, outside));
+        if let Some(f) = host_fault {
+            s.machine.cost.host_fault = f;
+        }
+        writers_cpu(&sim_summary(&s, outside))
+    };
+    let mut k = 1.0;
+    let mut last = None;
+    for _ in 0..2 {
+        let cpu = cpu_at(k);
         if !(kcpu > 0.0 && cpu > 0.0) {
             return None;
         }
+        last = Some((k, cpu));
         k *= kcpu / cpu;
     }
-    k.is_finite().then_some((k, kcpu))
+    // with a cost held fixed the CPU time is no longer proportional to k:
+    // one secant step from the last two estimates
+    if host_fault.is_some() {
+        let (k0, c0) = last?;
+        let c1 = cpu_at(k);
+        if (c1 - c0).abs() > f64::EPSILON {
+            k += (kcpu - c1) * (k - k0) / (c1 - c0);
+        }
+    }
+    (k.is_finite() && k > 0.0).then_some((k, kcpu))
 }
 
 /// The p50 of `global_dirty_state`'s `thresh` in a summary: the global
@@ -802,7 +827,7 @@ mod tests {
         kernel.jobs = serde_json::from_value(serde_json::to_value(&base.jobs).unwrap()).unwrap();
         kernel.jobs[0].cpu_system = 2.5 * cpu;
         kernel.jobs[0].cpu_user = 0.0;
-        let (k, kcpu) = cpu_scale(&[kernel], &sc, &[]).unwrap();
+        let (k, kcpu) = cpu_scale(&[kernel], &sc, &[], None).unwrap();
         assert_eq!(kcpu, 2.5 * cpu);
         assert!((2.0..3.0).contains(&k), "k = {k}");
         let mut s = sc.clone();
@@ -810,7 +835,48 @@ mod tests {
         let got = writers_cpu(&simulate(&s, false, |_, _| {}).summary);
         assert!((got / kcpu - 1.0).abs() < 0.02, "{got} vs {kcpu}");
         // nothing measured, nothing scaled
-        assert!(cpu_scale(&[], &sc, &[]).is_none());
+        assert!(cpu_scale(&[], &sc, &[], None).is_none());
+    }
+
+    /// A host fault cost that a probe measured is not this CPU's to scale:
+    /// the calibration scales the other costs around it, and the writers
+    /// then use the kernel's CPU time with the fault cost as probed.
+    #[test]
+    fn cpu_calibration_keeps_a_probed_fault_cost() {
+        let mut sc = Scenario::load_str(
+            "[machine]\nhost_backed_free = \"0\"\n[machine.cost]\nhost_fault = \"15us\"\n\
+             [vm]\ndirty_bytes = \"200M\"\ndirty_background_bytes = \"100M\"\n\
+             [devices.d]\ntype = \"throttled\"\nwrite_bps = \"50MiB/s\"\n\
+             [filesystems.f]\ndevice = \"d\"\n[jobs.dd]\nnumjobs = 2\nbs = \"1M\"\n\
+             [run]\nduration = \"20s\"\nwarmup = \"10s\"\n",
+            "t.toml",
+            "t",
+            &[],
+        )
+        .unwrap();
+        sc.machine.host_backed_free = Some(0);
+        let base = simulate(&sc, false, |_, _| {}).summary;
+        let cpu = writers_cpu(&base);
+        let kernel = || {
+            let mut k = Summary::compute(&Observations::default());
+            k.jobs = serde_json::from_value(serde_json::to_value(&base.jobs).unwrap()).unwrap();
+            for j in k.jobs.iter_mut() {
+                j.cpu_system = 0.0;
+                j.cpu_user = 0.0;
+            }
+            k.jobs[0].cpu_system = 2.0 * cpu;
+            k
+        };
+        let fault = sc.machine.cost.host_fault;
+        let (k, kcpu) = cpu_scale(&[kernel()], &sc, &[], Some(fault)).unwrap();
+        let (k_all, _) = cpu_scale(&[kernel()], &sc, &[], None).unwrap();
+        // with the fault cost held, the other costs move further
+        assert!(k > k_all, "{k} vs {k_all}");
+        let mut s = sc.clone();
+        s.machine.cost = sc.machine.cost.scaled(k);
+        s.machine.cost.host_fault = fault;
+        let got = writers_cpu(&simulate(&s, false, |_, _| {}).summary);
+        assert!((got / kcpu - 1.0).abs() < 0.03, "{got} vs {kcpu}");
     }
 
     #[test]

@@ -1388,23 +1388,32 @@ fn score_case(
         notes.push(note);
         outside.push(crate::fidelity::OTHER.to_string());
     }
+    // the host state first: the CPU the writers spend depends on it (a
+    // page beyond the backed memory costs a host fault), so the costs are
+    // calibrated in the state the kernel runs had
+    notes.extend(host_state(&mut sim_sc, &hosts));
     if o.calibrate_cpu {
         let base = sim_sc.clone();
-        if let Some((k, kcpu)) = crate::fidelity::cpu_scale(&kernel, &base, &outside) {
-            sim_sc.machine.cost = sc.machine.cost.scaled(k);
+        // a probe measured the fault's cost on this machine: it stays
+        let probed_fault = (!hosts.is_empty()).then_some(base.machine.cost.host_fault);
+        if let Some((k, kcpu)) = crate::fidelity::cpu_scale(&kernel, &base, &outside, probed_fault)
+        {
+            sim_sc.machine.cost = base.machine.cost.scaled(k);
+            if let Some(f) = probed_fault {
+                sim_sc.machine.cost.host_fault = f;
+            }
             notes.push(format!(
                 "machine.cost scaled x{k:.3} to this CPU: the kernel runs' writers used {kcpu:.3} CPU-s/s (median); \
                  page_cache_insert {} ns -> {} ns, host_fault {} ns -> {} ns, syscall {} ns -> {} ns",
-                sc.machine.cost.page_cache_insert,
+                base.machine.cost.page_cache_insert,
                 sim_sc.machine.cost.page_cache_insert,
-                sc.machine.cost.host_fault,
+                base.machine.cost.host_fault,
                 sim_sc.machine.cost.host_fault,
-                sc.machine.cost.syscall,
+                base.machine.cost.syscall,
                 sim_sc.machine.cost.syscall
             ));
         }
     }
-    notes.extend(host_state(&mut sim_sc, &hosts));
     let n = o.sim_runs.unwrap_or(kernel.len() as u32).max(1);
     let mut sims = Vec::new();
     for i in 0..n {
