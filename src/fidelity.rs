@@ -806,27 +806,45 @@ mod tests {
         assert!(t.pass && t.error_pct == 1.0);
     }
 
-    /// A kernel that spent 2.5x the model's CPU time gets costs scaled by
-    /// about 2.5, and the scaled model then uses the kernel's CPU time.
-    #[test]
-    fn cpu_calibration_matches_the_kernels_cpu_time() {
-        let sc = Scenario::load_str(
-            "[vm]\ndirty_bytes = \"200M\"\ndirty_background_bytes = \"100M\"\n\
-             [devices.d]\ntype = \"throttled\"\nwrite_bps = \"50MiB/s\"\n\
-             [filesystems.f]\ndevice = \"d\"\n[jobs.dd]\nnumjobs = 2\nbs = \"1M\"\n\
-             [run]\nduration = \"20s\"\nwarmup = \"10s\"\n",
+    /// Two dd at 1M on a 50 MiB/s throttled device, after `machine` (TOML
+    /// put before the rest).
+    fn two_dd(machine: &str) -> Scenario {
+        Scenario::load_str(
+            &format!(
+                "{machine}[vm]\ndirty_bytes = \"200M\"\ndirty_background_bytes = \"100M\"\n\
+                 [devices.d]\ntype = \"throttled\"\nwrite_bps = \"50MiB/s\"\n\
+                 [filesystems.f]\ndevice = \"d\"\n[jobs.dd]\nnumjobs = 2\nbs = \"1M\"\n\
+                 [run]\nduration = \"20s\"\nwarmup = \"10s\"\n"
+            ),
             "t.toml",
             "t",
             &[],
         )
-        .unwrap();
+        .unwrap()
+    }
+
+    /// A kernel summary whose first job used `cpu` CPU-s/s and the others
+    /// none, with `base`'s jobs.
+    fn kernel_with_cpu(base: &Summary, cpu: f64) -> Summary {
+        let mut k = Summary::compute(&Observations::default());
+        k.jobs = serde_json::from_value(serde_json::to_value(&base.jobs).unwrap()).unwrap();
+        for j in k.jobs.iter_mut() {
+            j.cpu_system = 0.0;
+            j.cpu_user = 0.0;
+        }
+        k.jobs[0].cpu_system = cpu;
+        k
+    }
+
+    /// A kernel that spent 2.5x the model's CPU time gets costs scaled by
+    /// about 2.5, and the scaled model then uses the kernel's CPU time.
+    #[test]
+    fn cpu_calibration_matches_the_kernels_cpu_time() {
+        let sc = two_dd("");
         let base = simulate(&sc, false, |_, _| {}).summary;
         let cpu = writers_cpu(&base);
         assert!(cpu > 0.0);
-        let mut kernel = Summary::compute(&Observations::default());
-        kernel.jobs = serde_json::from_value(serde_json::to_value(&base.jobs).unwrap()).unwrap();
-        kernel.jobs[0].cpu_system = 2.5 * cpu;
-        kernel.jobs[0].cpu_user = 0.0;
+        let kernel = kernel_with_cpu(&base, 2.5 * cpu);
         let (k, kcpu) = cpu_scale(&[kernel], &sc, &[], None).unwrap();
         assert_eq!(kcpu, 2.5 * cpu);
         assert!((2.0..3.0).contains(&k), "k = {k}");
@@ -843,30 +861,12 @@ mod tests {
     /// then use the kernel's CPU time with the fault cost as probed.
     #[test]
     fn cpu_calibration_keeps_a_probed_fault_cost() {
-        let mut sc = Scenario::load_str(
-            "[machine]\nhost_backed_free = \"0\"\n[machine.cost]\nhost_fault = \"15us\"\n\
-             [vm]\ndirty_bytes = \"200M\"\ndirty_background_bytes = \"100M\"\n\
-             [devices.d]\ntype = \"throttled\"\nwrite_bps = \"50MiB/s\"\n\
-             [filesystems.f]\ndevice = \"d\"\n[jobs.dd]\nnumjobs = 2\nbs = \"1M\"\n\
-             [run]\nduration = \"20s\"\nwarmup = \"10s\"\n",
-            "t.toml",
-            "t",
-            &[],
-        )
-        .unwrap();
-        sc.machine.host_backed_free = Some(0);
+        let sc =
+            two_dd("[machine]\nhost_backed_free = \"0\"\n[machine.cost]\nhost_fault = \"15us\"\n");
+        assert_eq!(sc.machine.host_backed_free, Some(0));
         let base = simulate(&sc, false, |_, _| {}).summary;
         let cpu = writers_cpu(&base);
-        let kernel = || {
-            let mut k = Summary::compute(&Observations::default());
-            k.jobs = serde_json::from_value(serde_json::to_value(&base.jobs).unwrap()).unwrap();
-            for j in k.jobs.iter_mut() {
-                j.cpu_system = 0.0;
-                j.cpu_user = 0.0;
-            }
-            k.jobs[0].cpu_system = 2.0 * cpu;
-            k
-        };
+        let kernel = || kernel_with_cpu(&base, 2.0 * cpu);
         let fault = sc.machine.cost.host_fault;
         let (k, kcpu) = cpu_scale(&[kernel()], &sc, &[], Some(fault)).unwrap();
         let (k_all, _) = cpu_scale(&[kernel()], &sc, &[], None).unwrap();
