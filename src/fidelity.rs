@@ -241,32 +241,39 @@ pub fn cpu_scale(
     let kcpu = median(&mut ks);
     let cpu_at = |k: f64| {
         let mut s = sc.clone();
-        s.machine.cost = sc.machine.cost.scaled(k);
-        if let Some(f) = host_fault {
-            s.machine.cost.host_fault = f;
-        }
+        s.machine.cost = scaled_costs(sc, k, host_fault);
         writers_cpu(&sim_summary(&s, outside))
     };
     let mut k = 1.0;
-    let mut last = None;
+    let mut prev = (k, 0.0);
     for _ in 0..2 {
         let cpu = cpu_at(k);
         if !(kcpu > 0.0 && cpu > 0.0) {
             return None;
         }
-        last = Some((k, cpu));
+        prev = (k, cpu);
         k *= kcpu / cpu;
     }
     // with a cost held fixed the CPU time is no longer proportional to k:
     // one secant step from the last two estimates
     if host_fault.is_some() {
-        let (k0, c0) = last?;
+        let (k0, c0) = prev;
         let c1 = cpu_at(k);
         if (c1 - c0).abs() > f64::EPSILON {
             k += (kcpu - c1) * (k - k0) / (c1 - c0);
         }
     }
     (k.is_finite() && k > 0.0).then_some((k, kcpu))
+}
+
+/// `sc`'s costs scaled by `k` ([`CpuCost::scaled`]), with `host_fault`,
+/// when given (a probe's measurement on this machine), held as it is.
+pub fn scaled_costs(sc: &Scenario, k: f64, host_fault: Option<Ns>) -> crate::scenario::CpuCost {
+    let mut c = sc.machine.cost.scaled(k);
+    if let Some(f) = host_fault {
+        c.host_fault = f;
+    }
+    c
 }
 
 /// The p50 of `global_dirty_state`'s `thresh` in a summary: the global

@@ -1398,10 +1398,7 @@ fn score_case(
         let probed_fault = (!hosts.is_empty()).then_some(base.machine.cost.host_fault);
         if let Some((k, kcpu)) = crate::fidelity::cpu_scale(&kernel, &base, &outside, probed_fault)
         {
-            sim_sc.machine.cost = base.machine.cost.scaled(k);
-            if let Some(f) = probed_fault {
-                sim_sc.machine.cost.host_fault = f;
-            }
+            sim_sc.machine.cost = crate::fidelity::scaled_costs(&base, k, probed_fault);
             notes.push(format!(
                 "machine.cost scaled x{k:.3} to this CPU: the kernel runs' writers used {kcpu:.3} CPU-s/s (median); \
                  page_cache_insert {} ns -> {} ns, host_fault {} ns -> {} ns, syscall {} ns -> {} ns",

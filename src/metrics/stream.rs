@@ -77,9 +77,11 @@ impl Counts {
 
     /// The sorted run-length list of every value added.
     pub fn sorted(&self) -> Vec<(i64, u64)> {
-        let mut c = self.clone();
-        c.merge();
-        c.sorted
+        let mut p = self.pending.clone();
+        p.sort_unstable_by_key(|&(v, _)| v);
+        let mut out = Vec::with_capacity(self.sorted.len() + p.len());
+        merge_runs(self.sorted.iter().copied(), p, &mut out);
+        out
     }
 }
 
