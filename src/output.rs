@@ -309,6 +309,35 @@ mod tests {
             std::fs::read_to_string(dir.join("trace.txt")).unwrap(),
             m.trace_text
         );
+        // past the lines held before their place in the file is chosen, the
+        // bytes of the lines the writer thread formats are known a few
+        // chunks late, but at the same point whatever the threads' timing:
+        // a run stops at the same time each time
+        let limited = SimOpts {
+            trace: true,
+            trace_dir: Some(dir.clone()),
+            trace_limit: Some(3_000_000),
+            ..Default::default()
+        };
+        let many = Scenario::builtin(&[
+            "jobs.dd.numjobs=100".to_string(),
+            "jobs.dd.bs=4k".to_string(),
+            "run.duration=10s".to_string(),
+        ])
+        .unwrap();
+        let stops: Vec<_> = (0..3)
+            .map(|_| {
+                let r = simulate_with(&many, &limited, |_, _| {}).unwrap();
+                assert_eq!(r.stopped_by, Some("trace limit"));
+                let len = std::fs::metadata(dir.join("trace.txt")).unwrap().len();
+                (r.stopped_at, len)
+            })
+            .collect();
+        assert!(stops.iter().all(|s| *s == stops[0]), "{stops:?}");
+        assert!(
+            stops[0].1 > 3_000_000 && stops[0].1 < 6_000_000,
+            "{stops:?}"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

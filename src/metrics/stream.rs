@@ -22,6 +22,10 @@ use std::collections::BTreeMap;
 struct EventAcc {
     count: u64,
     fields: Vec<(String, Counts)>,
+    /// For each static list of names the simulator has printed this event
+    /// with ([`TraceStats::add_keyed`]), known by its address: the field
+    /// each name counts into, found by name once.
+    keyed: Vec<(usize, Vec<usize>)>,
 }
 
 /// How many times each value occurred: a sorted run-length list, and the
@@ -57,7 +61,7 @@ impl Counts {
     fn merge(&mut self) {
         self.pending.sort_unstable_by_key(|&(v, _)| v);
         match (self.sorted.last(), self.pending.first()) {
-            (Some(&(last, _)), Some(&(first, _))) if first > last => {
+            (Some(&(last, _)), Some(&(first, _))) if first >= last => {
                 merge_runs([], self.pending.iter().copied(), &mut self.sorted);
             }
             _ => {
@@ -105,6 +109,24 @@ fn merge_runs(
         match out.last_mut() {
             Some((x, m)) if *x == v => *m += n,
             _ => out.push((v, n)),
+        }
+    }
+}
+
+impl EventAcc {
+    /// The field that the `i`th value of a line, named `k`, counts into:
+    /// the `i`th if it has that name, else the first of that name, else a
+    /// new one.
+    fn field_of(&mut self, i: usize, k: &str) -> usize {
+        match self.fields.get(i) {
+            Some((n, _)) if n == k => i,
+            _ => match self.fields.iter().position(|(n, _)| n == k) {
+                Some(f) => f,
+                None => {
+                    self.fields.push((k.to_string(), Counts::default()));
+                    self.fields.len() - 1
+                }
+            },
         }
     }
 }
@@ -181,16 +203,52 @@ impl TraceStats {
         self.add_parts(ts, bdi, event, fields);
     }
 
-    fn add_parts<'a>(
+    /// Count one line of the simulator's from its time (to the µs), bdi,
+    /// event, and fields: `keys`, one static list for each place that
+    /// prints the line, and their values. As [`TraceStats::add_fields`],
+    /// with each name looked up once per list rather than once per line.
+    pub fn add_keyed(
         &mut self,
         ts: Ns,
         bdi: Option<&str>,
         event: &str,
-        fields: impl Iterator<Item = (&'a str, i64)> + Clone,
+        keys: &'static [&'static str],
+        vals: &[i64],
     ) {
-        if ts < self.window.0 || ts > self.window.1 {
-            return;
+        if ts < self.window.0 || ts > self.window.1 || self.cgroup_ino.is_some() {
+            let fields = keys
+                .iter()
+                .map(|k| crate::trace::stat_key(k))
+                .zip(vals.iter().copied());
+            return self.add_parts(ts, bdi, event, fields);
         }
+        let ev = self.event_acc(bdi, event);
+        ev.count += 1;
+        let at = keys.as_ptr() as usize;
+        let slot = match ev
+            .keyed
+            .iter()
+            .position(|(a, m)| *a == at && m.len() == keys.len())
+        {
+            Some(s) => s,
+            None => {
+                let map = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(i, k)| ev.field_of(i, crate::trace::stat_key(k)))
+                    .collect();
+                ev.keyed.push((at, map));
+                ev.keyed.len() - 1
+            }
+        };
+        let EventAcc { keyed, fields, .. } = ev;
+        for (&f, &v) in keyed[slot].1.iter().zip(vals) {
+            fields[f].1.add(v);
+        }
+    }
+
+    /// The accumulator of `bdi`'s lines, made on first sight.
+    fn bdi_acc(&mut self, bdi: Option<&str>) -> &mut BdiAcc {
         let i = match self.by_bdi.iter().position(|b| b.bdi.as_deref() == bdi) {
             Some(i) => i,
             None => {
@@ -201,7 +259,32 @@ impl TraceStats {
                 self.by_bdi.len() - 1
             }
         };
-        let b = &mut self.by_bdi[i];
+        &mut self.by_bdi[i]
+    }
+
+    /// The accumulator of `event`'s lines on `bdi`, made on first sight.
+    fn event_acc(&mut self, bdi: Option<&str>, event: &str) -> &mut EventAcc {
+        let b = self.bdi_acc(bdi);
+        let e = match b.events.iter().position(|(n, _)| n == event) {
+            Some(e) => e,
+            None => {
+                b.events.push((event.to_string(), EventAcc::default()));
+                b.events.len() - 1
+            }
+        };
+        &mut b.events[e].1
+    }
+
+    fn add_parts<'a>(
+        &mut self,
+        ts: Ns,
+        bdi: Option<&str>,
+        event: &str,
+        fields: impl Iterator<Item = (&'a str, i64)> + Clone,
+    ) {
+        if ts < self.window.0 || ts > self.window.1 {
+            return;
+        }
         let other_wb = self.cgroup_ino.is_some_and(|ino| {
             bdi.is_some()
                 && fields
@@ -210,29 +293,13 @@ impl TraceStats {
                     .is_some_and(|(_, c)| c as u64 != ino)
         });
         if other_wb {
-            b.other_wb += 1;
+            self.bdi_acc(bdi).other_wb += 1;
             return;
         }
-        let e = match b.events.iter().position(|(n, _)| n == event) {
-            Some(e) => e,
-            None => {
-                b.events.push((event.to_string(), EventAcc::default()));
-                b.events.len() - 1
-            }
-        };
-        let ev = &mut b.events[e].1;
+        let ev = self.event_acc(bdi, event);
         ev.count += 1;
         for (i, (k, v)) in fields.enumerate() {
-            let f = match ev.fields.get(i) {
-                Some((n, _)) if n == k => i,
-                _ => match ev.fields.iter().position(|(n, _)| n == k) {
-                    Some(f) => f,
-                    None => {
-                        ev.fields.push((k.to_string(), Counts::default()));
-                        ev.fields.len() - 1
-                    }
-                },
-            };
+            let f = ev.field_of(i, k);
             ev.fields[f].1.add(v);
         }
     }

@@ -640,15 +640,15 @@ impl Kernel {
             self.vm.nr_dirtied,
             self.vm.nr_written,
         );
-        let fields = [
-            ("dirty", d.into()),
-            ("writeback", w.into()),
-            ("bg_thresh", bg.into()),
-            ("thresh", thresh.into()),
-            ("limit", l.into()),
-            ("dirtied", dd.into()),
-            ("written", wr.into()),
-        ];
+        let (keys, vals) = crate::trace_fields!(
+            dirty = d,
+            writeback = w,
+            bg_thresh = bg,
+            thresh = thresh,
+            limit = l,
+            dirtied = dd,
+            written = wr,
+        );
         let now = self.q.now();
         let t = &self.tasks[pid];
         self.tracer.emit_fields(
@@ -659,7 +659,8 @@ impl Kernel {
             ".....",
             "global_dirty_state",
             None,
-            &fields,
+            keys,
+            &vals,
         );
     }
 
@@ -787,19 +788,16 @@ impl Kernel {
         }
         let w = &self.wbs[wb];
         let kb = |x: u64| x << (ilog2(self.sc.machine.page_size) - 10);
-        let fields = [
-            ("write_bw", kb(w.write_bandwidth).into()),
-            ("awrite_bw", kb(w.avg_write_bandwidth).into()),
-            ("dirty_rate", kb(dirty_rate).into()),
-            ("dirty_ratelimit", kb(w.dirty_ratelimit).into()),
-            ("task_ratelimit", kb(task_ratelimit).into()),
-            (
-                "balanced_dirty_ratelimit",
-                kb(w.balanced_dirty_ratelimit).into(),
-            ),
-            ("cgroup_ino", self.wb_cgroup_ino(wb).into()),
-        ];
-        self.emit_wb_fields(pid, wb, "bdi_dirty_ratelimit", &fields);
+        let (keys, vals) = crate::trace_fields!(
+            write_bw = kb(w.write_bandwidth),
+            awrite_bw = kb(w.avg_write_bandwidth),
+            dirty_rate = kb(dirty_rate),
+            dirty_ratelimit = kb(w.dirty_ratelimit),
+            task_ratelimit = kb(task_ratelimit),
+            balanced_dirty_ratelimit = kb(w.balanced_dirty_ratelimit),
+            cgroup_ino = self.wb_cgroup_ino(wb),
+        );
+        self.emit_wb_fields(pid, wb, "bdi_dirty_ratelimit", keys, &vals);
     }
 
     /// `wb_update_dirty_ratelimit` for one domain (global, then the
@@ -1349,23 +1347,23 @@ impl Kernel {
         } else {
             ms(jiffies - t.dirty_paused_when as i64)
         };
-        let fields = [
-            ("limit", limit.into()),
-            ("setpoint", setpoint.into()),
-            ("dirty", g.dirty.into()),
-            ("wb_setpoint", wb_setpoint.into()),
-            ("wb_dirty", g.wb_dirty.into()),
-            ("dirty_ratelimit", kb(dirty_ratelimit).into()),
-            ("task_ratelimit", kb(task_ratelimit).into()),
-            ("dirtied", dirtied.into()),
-            ("dirtied_pause", t.nr_dirtied_pause.into()),
-            ("paused", ms(jiffies - start_time as i64).into()),
-            ("pause", ms(pause).into()),
-            ("period", ms(period).into()),
-            ("think", think.into()),
-            ("cgroup_ino", self.wb_cgroup_ino(wb).into()),
-        ];
-        self.emit_wb_fields(pid, wb, "balance_dirty_pages", &fields);
+        let (keys, vals) = crate::trace_fields!(
+            limit = limit,
+            setpoint = setpoint,
+            dirty = g.dirty,
+            wb_setpoint = wb_setpoint,
+            wb_dirty = g.wb_dirty,
+            dirty_ratelimit = kb(dirty_ratelimit),
+            task_ratelimit = kb(task_ratelimit),
+            dirtied = dirtied,
+            dirtied_pause = t.nr_dirtied_pause,
+            paused = ms(jiffies - start_time as i64),
+            pause = ms(pause),
+            period = ms(period),
+            think = think,
+            cgroup_ino = self.wb_cgroup_ino(wb),
+        );
+        self.emit_wb_fields(pid, wb, "balance_dirty_pages", keys, &vals);
     }
 
     /// Print a writeback event with integer `fields` in task `pid`'s
@@ -1375,14 +1373,14 @@ impl Kernel {
         pid: Pid,
         wb: usize,
         event: &str,
-        fields: &[(&'static str, i128)],
+        keys: &'static [&'static str],
+        vals: &[i128],
     ) {
         let now = self.q.now();
-        // the tracer apart from the kernel it reads (the task, the bdi)
-        let mut tr = std::mem::take(&mut self.tracer);
         let t = &self.tasks[pid];
-        let bdi = self.wb_name(wb);
-        tr.emit_fields(
+        // `wb_name`, borrowed apart from the tracer
+        let bdi = &self.bdis[self.wbs[wb].bdi].name;
+        self.tracer.emit_fields(
             now,
             &t.comm,
             t.pid,
@@ -1390,9 +1388,9 @@ impl Kernel {
             ".....",
             event,
             Some(bdi),
-            fields,
+            keys,
+            vals,
         );
-        self.tracer = tr;
     }
 }
 

@@ -9,6 +9,7 @@ use crate::kernel::{Kernel, Pid};
 use crate::sim::{Ns, NSEC_PER_SEC, NSEC_PER_USEC};
 use std::fmt::Write as _;
 
+mod fmt;
 pub mod sink;
 
 /// Which events are enabled (the instance's events/writeback/*/enable).
@@ -90,15 +91,16 @@ impl EventMask {
     }
 }
 
-/// The trace buffer. Each line is formatted into `buf`, counted into the
-/// summary's statistics (`stats`, from the event's time, name and body as
-/// [`parse_line`] reads them), and then either kept in `buf` (a run in
-/// memory: the tests, `wbsim bench`) or written to `sink` and dropped, so
-/// that a run's memory does not grow with its trace.
+/// The trace buffer. Each line is counted into the summary's statistics
+/// (`stats`, from the event's time, name and fields as [`parse_line`] reads
+/// them) and either kept in `buf` (a run in memory: the tests, `wbsim
+/// bench`) or passed to `sink` in chunks and dropped, so that a run's memory
+/// does not grow with its trace. A line of integer fields going to the sink
+/// is only recorded; the sink formats it on a thread of its own.
 #[derive(Default)]
 pub struct Tracer {
     pub on: EventMask,
-    /// The lines kept in memory; with a sink, only the line being formatted.
+    /// The lines kept in memory (with a sink, none: they go to `chunk`).
     pub buf: String,
     pub lines: u64,
     /// Bytes of trace lines printed (what `buf` would hold without a sink).
@@ -107,8 +109,10 @@ pub struct Tracer {
     pub stats: crate::metrics::TraceStats,
     /// Where the lines go as they are printed: `trace.txt`, from the
     /// offset `body_at` that its header leaves them, a chunk at a time
-    /// ([`sink::CHUNK`]), written on a thread of its own.
+    /// ([`sink::Chunk`]), formatted and written on a thread of its own.
     sink: Option<sink::Sink>,
+    /// The lines on their way to the sink, once there is one.
+    chunk: sink::Chunk,
     /// `trace.txt` before the lines' place in it is chosen (see
     /// [`Tracer::stream_into`]); they wait in `buf` until then.
     unplaced: Option<std::fs::File>,
@@ -140,7 +144,7 @@ impl Tracer {
     /// instead of keeping them; `ncpus` is the header's `#P:`, `end` the
     /// run's end. The header, which counts the lines, goes first in the
     /// file: so that the lines need not be copied after it at the end, the
-    /// first `place_at` bytes of them (4 MiB) wait in memory, then the
+    /// first `place_at` bytes of them (1 MiB) wait in memory, then the
     /// count is extrapolated to the run's end and the lines are written
     /// after a header of that count's length. If the count then has another
     /// number of digits, [`Tracer::finish_file`] copies them into place.
@@ -155,7 +159,7 @@ impl Tracer {
     ) -> std::io::Result<()> {
         self.unplaced = Some(std::fs::File::create(partial_of(path))?);
         self.file = Some((path.to_path_buf(), ncpus, end));
-        self.place_at = 4 << 20;
+        self.place_at = 1 << 20;
         Ok(())
     }
 
@@ -178,39 +182,46 @@ impl Tracer {
         event: &str,
         args: std::fmt::Arguments,
     ) {
-        let start = self.buf.len();
-        push_prefix(&mut self.buf, t, comm, pid, cpu, flags, event);
-        let body_start = self.buf.len();
+        let out = match self.sink {
+            Some(_) => &mut self.chunk.text,
+            None => &mut self.buf,
+        };
+        let start = out.len();
+        push_prefix(out, t, comm, pid, cpu, flags, event);
+        let body_start = out.len();
         match args.as_str() {
-            Some(s) => self.buf.push_str(s),
+            Some(s) => out.push_str(s),
             None => {
-                let _ = self.buf.write_fmt(args);
+                let _ = out.write_fmt(args);
             }
         }
-        let body_end = self.buf.len();
-        self.buf.push('\n');
+        let body_end = out.len();
+        out.push('\n');
         self.lines += 1;
-        self.bytes += (self.buf.len() - start) as u64;
+        self.bytes += (out.len() - start) as u64;
         // The statistics read the line as `parse_line` does. Its prefix is
         // known (the time to the µs it prints, the event), unless a comm
         // holding " [" or a line starting '#' would make it read otherwise.
-        if comm.contains(" [") || cpu > u32::MAX as usize || self.buf[start..].starts_with('#') {
-            if let Some(r) = parse_line(&self.buf[start..body_end]) {
+        if comm.contains(" [") || cpu > u32::MAX as usize || out[start..].starts_with('#') {
+            if let Some(r) = parse_line(&out[start..body_end]) {
                 self.stats.add(&r);
             }
         } else {
             let ts = t / NSEC_PER_USEC * NSEC_PER_USEC;
-            self.stats
-                .add_body(ts, event, &self.buf[body_start..body_end]);
+            self.stats.add_body(ts, event, &out[body_start..body_end]);
+        }
+        if self.sink.is_some() {
+            self.chunk.formatted();
         }
         self.pass_on(t);
     }
 
     /// Print one line whose body is `bdi NAME: ` (with a bdi) and then
     /// integer fields, `k=v` separated by spaces, as `emit` with
-    /// `format_args!` prints them, byte for byte: each value as its own type
-    /// prints it (hence i128, which holds every u64 and i64). The statistics
-    /// take the values as they are, with no text read back.
+    /// `format_args!` prints them ([`push_fields_line`]); `keys` and
+    /// `vals` as [`trace_fields!`] gives them. The statistics take the
+    /// values as they are, with no text read back. With a sink the line is
+    /// only recorded, and formatted on the writer's thread.
     #[allow(clippy::too_many_arguments)]
     pub fn emit_fields(
         &mut self,
@@ -221,70 +232,84 @@ impl Tracer {
         flags: &str,
         event: &str,
         bdi: Option<&str>,
-        fields: &[(&'static str, i128)],
+        keys: &'static [&'static str],
+        vals: &[i128],
     ) {
-        let start = self.buf.len();
-        push_prefix(&mut self.buf, t, comm, pid, cpu, flags, event);
-        if let Some(b) = bdi {
-            self.buf.push_str("bdi ");
-            self.buf.push_str(b);
-            self.buf.push_str(": ");
-        }
-        for (i, (k, v)) in fields.iter().enumerate() {
-            debug_assert!(!k.is_empty() && !k.contains(|c: char| c == '=' || c.is_whitespace()));
-            if i > 0 {
-                self.buf.push(' ');
-            }
-            self.buf.push_str(k);
-            self.buf.push('=');
-            if *v < 0 {
-                self.buf.push('-');
-            }
-            match u64::try_from(v.unsigned_abs()) {
-                Ok(m) => push_num(&mut self.buf, m, 0, Some(' ')),
-                Err(_) => {
-                    let _ = write!(self.buf, "{}", v.unsigned_abs());
-                }
-            }
-        }
-        let body_end = self.buf.len();
-        self.buf.push('\n');
-        self.lines += 1;
-        self.bytes += (self.buf.len() - start) as u64;
+        debug_assert_eq!(keys.len(), vals.len());
         // as `emit`: `parse_line` would read this line as printed unless
-        // its comm, CPU or first character, a bdi holding ": ", or a wbt
-        // event's bare bdi made it read otherwise; then it reads the text
+        // its comm, CPU or first character (a comm of 16 characters or more
+        // starting '#'), a bdi holding ": ", or a wbt event's bare bdi made
+        // it read otherwise; then it reads the text. A value past i64 is a
+        // string field to the parser: not counted.
         let plain = !(comm.contains(" [")
             || cpu > u32::MAX as usize
-            || self.buf[start..].starts_with('#')
+            || (comm.starts_with('#') && comm.chars().count() >= 16)
             || bdi.map_or(event.starts_with("wbt_"), |b| b.contains(": ")));
         let ts = t / NSEC_PER_USEC * NSEC_PER_USEC;
-        if !plain {
-            if let Some(r) = parse_line(&self.buf[start..body_end]) {
+        let small = vals.iter().all(|v| i64::try_from(*v).is_ok());
+        if plain && small {
+            let mut v64 = [0i64; 32];
+            let v64: &[i64] = if vals.len() <= v64.len() {
+                for (d, v) in v64.iter_mut().zip(vals) {
+                    *d = *v as i64;
+                }
+                &v64[..vals.len()]
+            } else {
+                &vals.iter().map(|v| *v as i64).collect::<Vec<_>>()
+            };
+            if self.sink.is_some() {
+                self.chunk
+                    .fields(t, comm, pid, cpu, flags, event, bdi, keys, v64);
+            } else {
+                let start = self.buf.len();
+                push_fields_line(
+                    &mut self.buf,
+                    t,
+                    comm,
+                    pid,
+                    cpu,
+                    flags,
+                    event,
+                    bdi,
+                    keys,
+                    v64,
+                );
+                self.bytes += (self.buf.len() - start) as u64;
+            }
+            self.lines += 1;
+            self.stats.add_keyed(ts, bdi, event, keys, v64);
+        } else {
+            let out = match self.sink {
+                Some(_) => &mut self.chunk.text,
+                None => &mut self.buf,
+            };
+            let start = out.len();
+            push_fields_line(out, t, comm, pid, cpu, flags, event, bdi, keys, vals);
+            self.lines += 1;
+            self.bytes += (out.len() - start) as u64;
+            if plain {
+                let vals = keys
+                    .iter()
+                    .zip(vals)
+                    .filter_map(|(k, v)| i64::try_from(*v).ok().map(|v| (stat_key(k), v)));
+                self.stats.add_fields(ts, bdi, event, vals);
+            } else if let Some(r) = parse_line(&out[start..out.len() - 1]) {
                 self.stats.add(&r);
             }
-        } else {
-            // a value past i64 is a string field to the parser: not counted
-            let vals = fields.iter().filter_map(|(k, v)| {
-                let k = match *k {
-                    "bdi_setpoint" => "wb_setpoint",
-                    "bdi_dirty" => "wb_dirty",
-                    k => k,
-                };
-                i64::try_from(*v).ok().map(|v| (k, v))
-            });
-            self.stats.add_fields(ts, bdi, event, vals);
+            if self.sink.is_some() {
+                self.chunk.formatted();
+            }
         }
         self.pass_on(t);
     }
 
-    /// The line at the end of `buf` (printed at `t`) is done: to the sink
-    /// once a chunk is full, or kept until the lines are placed.
+    /// The line just printed or recorded (at `t`) is done: to the sink once
+    /// a chunk is full, or kept until the lines are placed.
     #[inline]
     fn pass_on(&mut self, t: Ns) {
         if let Some(s) = &mut self.sink {
-            if self.buf.len() >= sink::CHUNK {
-                s.send(&mut self.buf);
+            if self.chunk.full() {
+                self.bytes += s.send(&mut self.chunk);
             }
         } else if self.unplaced.is_some() && self.buf.len() >= self.place_at {
             self.place(t);
@@ -295,24 +320,23 @@ impl Tracer {
     /// extrapolated from `t` to the run's end.
     #[cold]
     fn place(&mut self, t: Ns) {
-        use std::io::Seek as _;
+        use std::io::{Seek as _, Write as _};
         let (Some(mut f), Some((_, ncpus, end))) = (self.unplaced.take(), &self.file) else {
             return;
         };
         let guess = (self.lines as u128 * (*end).max(t) as u128 / t.max(1) as u128)
             .min(u64::MAX as u128) as u64;
         self.body_at = header_for(guess, *ncpus).len() as u64;
+        // the lines so far written here, the rest by the sink's thread
         let r = f
             .seek(std::io::SeekFrom::Start(self.body_at))
+            .and_then(|_| f.write_all(self.buf.as_bytes()))
             .and_then(|_| sink::Sink::new(f));
         match r {
-            Ok(mut s) => {
-                s.send(&mut self.buf);
-                self.sink = Some(s);
-            }
+            Ok(s) => self.sink = Some(s),
             Err(e) => self.sink_error = Some(e),
         }
-        self.buf.clear();
+        self.buf = String::new();
     }
 
     /// Finish `trace.txt`: its header, then the lines (copied into place if
@@ -337,8 +361,9 @@ impl Tracer {
         let Some(mut s) = self.sink.take() else {
             return Ok(());
         };
-        s.send(&mut self.buf);
-        let mut f = s.finish()?;
+        self.bytes += s.send(&mut self.chunk);
+        let (mut f, rest) = s.finish()?;
+        self.bytes += rest;
         if header.len() as u64 == self.body_at {
             f.seek(std::io::SeekFrom::Start(0))?;
             f.write_all(header.as_bytes())?;
@@ -453,6 +478,72 @@ fn push_prefix(
     buf.push_str(": ");
     buf.push_str(event);
     buf.push_str(": ");
+}
+
+/// The name the statistics give a field: `parse_line`'s (the kernel's
+/// `bdi_*` names of 3.2's line are read as 6.x's `wb_*`).
+pub(crate) fn stat_key(k: &str) -> &str {
+    match k {
+        "bdi_setpoint" => "wb_setpoint",
+        "bdi_dirty" => "wb_dirty",
+        k => k,
+    }
+}
+
+/// A trace line's integer fields as [`Tracer::emit_fields`] takes them: the
+/// names, one static list for each place that prints the line, and the
+/// values, each as its own type prints it (hence i128, which holds every
+/// u64 and i64): `trace_fields!(limit = l, pause = p)`.
+#[macro_export]
+macro_rules! trace_fields {
+    ($($k:ident = $v:expr),* $(,)?) => {{
+        const KEYS: &[&str] = &[$(stringify!($k)),*];
+        (KEYS, [$(::core::primitive::i128::from($v)),*])
+    }};
+}
+
+/// Append one line of integer fields (and a bdi): `bdi NAME: ` with one,
+/// then `k=v` separated by spaces, as `format_args!` prints them, byte for
+/// byte.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub(crate) fn push_fields_line<V: Copy + Into<i128>>(
+    buf: &mut String,
+    t: Ns,
+    comm: &str,
+    pid: u32,
+    cpu: usize,
+    flags: &str,
+    event: &str,
+    bdi: Option<&str>,
+    keys: &[&str],
+    vals: &[V],
+) {
+    push_prefix(buf, t, comm, pid, cpu, flags, event);
+    if let Some(b) = bdi {
+        buf.push_str("bdi ");
+        buf.push_str(b);
+        buf.push_str(": ");
+    }
+    for (i, (k, v)) in keys.iter().zip(vals).enumerate() {
+        debug_assert!(!k.is_empty() && !k.contains(|c: char| c == '=' || c.is_whitespace()));
+        if i > 0 {
+            buf.push(' ');
+        }
+        buf.push_str(k);
+        buf.push('=');
+        let v: i128 = (*v).into();
+        if v < 0 {
+            buf.push('-');
+        }
+        match u64::try_from(v.unsigned_abs()) {
+            Ok(m) => push_num(buf, m, 0, Some(' ')),
+            Err(_) => {
+                let _ = write!(buf, "{}", v.unsigned_abs());
+            }
+        }
+    }
+    buf.push('\n');
 }
 
 /// Append one line in ftrace's format.
@@ -775,14 +866,15 @@ mod tests {
             ("kworker/u4:1-ab", 99, 2, None, "wbt_timer"),
         ];
         for (comm, pid, cpu, bdi, event) in cases {
-            let fields: [(&'static str, i128); 6] = [
-                ("limit", 51200),
-                ("pause", -40),
-                ("big", u64::MAX as i128),
-                ("bdi_setpoint", 12),
-                ("min", i64::MIN as i128),
-                ("zero", 0),
-            ];
+            let (keys, vals) = trace_fields!(
+                limit = 51200,
+                pause = -40,
+                big = u64::MAX,
+                bdi_setpoint = 12,
+                min = i64::MIN,
+                zero = 0
+            );
+            let fields: Vec<_> = keys.iter().zip(vals).collect();
             let mut a = Tracer::new(&[]);
             a.stats = crate::metrics::TraceStats::new((0, u64::MAX), None);
             let mut b = Tracer::new(&[]);
@@ -802,7 +894,7 @@ mod tests {
                     ),
                     None => a.emit(t, comm, pid, cpu, ".....", event, format_args!("{body}")),
                 }
-                b.emit_fields(t, comm, pid, cpu, ".....", event, bdi, &fields);
+                b.emit_fields(t, comm, pid, cpu, ".....", event, bdi, keys, &vals);
             }
             assert_eq!(a.buf, b.buf);
             assert_eq!((a.lines, a.bytes), (b.lines, b.bytes));
@@ -860,13 +952,30 @@ mod tests {
             assert!(b.streaming());
             for i in 1..=n {
                 let t = i * 1_000_000;
-                let f = [("dirty", i as i128), ("pause", -(i as i128))];
-                a.emit_fields(t, "dd", 7, 1, ".....", "global_dirty_state", None, &f);
-                b.emit_fields(t, "dd", 7, 1, ".....", "global_dirty_state", None, &f);
+                let (k, v) = trace_fields!(dirty = i, pause = -(i as i64));
+                // fields lines (recorded, or formatted here when a comm
+                // makes the parser read them otherwise, or a value is past
+                // i64) and lines formatted by `emit`
+                let comm = if i % 11 == 0 { "a [b" } else { "dd" };
+                for x in [&mut a, &mut b] {
+                    x.emit_fields(t, comm, 7, 1, ".....", "global_dirty_state", None, k, &v);
+                    if i % 7 == 0 {
+                        x.emit(t, "kworker", 9, 0, ".....", "ev", format_args!("n={i}"));
+                    }
+                    if i % 13 == 0 {
+                        let (k, v) = trace_fields!(big = u64::MAX - i);
+                        x.emit_fields(t, "dd", 7, 1, ".....", "wb", Some("7:0"), k, &v);
+                    }
+                }
             }
             b.finish_file().unwrap();
             let got = std::fs::read_to_string(&path).unwrap();
             assert_eq!(got, a.render(4), "{n} lines, end x{end_x}");
+            assert_eq!((a.lines, a.bytes), (b.lines, b.bytes));
+            assert_eq!(
+                format!("{:?}", a.stats.finish(&[], |n| n as f64).trace),
+                format!("{:?}", b.stats.finish(&[], |n| n as f64).trace)
+            );
             assert!(!dir.join(".trace.txt.partial").exists());
         }
         let _ = std::fs::remove_dir_all(&dir);
