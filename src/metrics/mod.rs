@@ -292,7 +292,8 @@ impl Kernel {
     /// Gather observations at the end of the run. `trace` is the trace's
     /// statistics, kept from its lines as they were printed (read by the
     /// same parser live mode uses).
-    pub fn observations(&self, trace: TraceStats) -> Observations {
+    pub fn observations(&self, mut trace: TraceStats) -> Observations {
+        trace.settle();
         let tasks = (0..self.tasks.len())
             .filter(|&i| self.tasks[i].job.is_some() || self.tasks[i].state != RunState::Dead)
             .map(|i| {

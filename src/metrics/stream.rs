@@ -13,6 +13,7 @@
 use super::{percentile_of_counts, r3, EventSummary, Pct};
 use crate::sim::Ns;
 use crate::trace::Record;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 /// One event's lines: how many, and each numeric field's value counts (in
@@ -79,13 +80,26 @@ impl Counts {
         self.pending.clear();
     }
 
-    /// The sorted run-length list of every value added.
-    pub fn sorted(&self) -> Vec<(i64, u64)> {
+    /// The sorted run-length list of every value added: the list itself
+    /// once [`Counts::settle`] has merged what was pending into it.
+    pub fn sorted(&self) -> Cow<'_, [(i64, u64)]> {
+        if self.pending.is_empty() {
+            return Cow::Borrowed(&self.sorted);
+        }
         let mut p = self.pending.clone();
         p.sort_unstable_by_key(|&(v, _)| v);
         let mut out = Vec::with_capacity(self.sorted.len() + p.len());
         merge_runs(self.sorted.iter().copied(), p, &mut out);
-        out
+        Cow::Owned(out)
+    }
+
+    /// Merge what is pending, and let the spare list go: no more values
+    /// come.
+    pub fn settle(&mut self) {
+        if !self.pending.is_empty() {
+            self.merge();
+        }
+        self.spare = Vec::new();
     }
 }
 
@@ -304,6 +318,18 @@ impl TraceStats {
         }
     }
 
+    /// Merge each field's pending values into its list (the summary then
+    /// reads the lists as they are, with no copy).
+    pub fn settle(&mut self) {
+        for b in &mut self.by_bdi {
+            for (_, e) in &mut b.events {
+                for (_, c) in &mut e.fields {
+                    c.settle();
+                }
+            }
+        }
+    }
+
     /// The figures, with `bdis` the run's own devices' bdis: lines of other
     /// bdis are counted as `other_bdi_lines` and left out (none are when
     /// `bdis` is empty). `per_s` turns a count into a rate over the window.
@@ -312,8 +338,9 @@ impl TraceStats {
             |b: &BdiAcc| !bdis.is_empty() && b.bdi.as_ref().is_some_and(|b| !bdis.contains(b));
         let mut other_bdi_lines = 0;
         let mut other_cgroup_lines = 0;
-        // per event: its lines, and each field's sorted value counts
-        type Merged<'a> = BTreeMap<&'a str, (u64, BTreeMap<&'a str, Vec<(i64, u64)>>)>;
+        // per event: its lines, and each field's sorted value counts (the
+        // field's own list when only one bdi has the event)
+        type Merged<'a> = BTreeMap<&'a str, (u64, BTreeMap<&'a str, Cow<'a, [(i64, u64)]>>)>;
         let mut merged: Merged = BTreeMap::new();
         for b in &self.by_bdi {
             if foreign(b) {
@@ -331,8 +358,8 @@ impl TraceStats {
                         vals
                     } else {
                         let mut out = Vec::with_capacity(f.len() + vals.len());
-                        merge_runs(f.iter().copied(), vals, &mut out);
-                        out
+                        merge_runs(f.iter().copied(), vals.iter().copied(), &mut out);
+                        Cow::Owned(out)
                     };
                 }
             }

@@ -9,7 +9,8 @@
 //! of a fixed size is a few moves; a copy of a length known only at run time
 //! is a call.
 
-use crate::sim::{Ns, NSEC_PER_SEC, NSEC_PER_USEC};
+use super::Head;
+use crate::sim::{NSEC_PER_SEC, NSEC_PER_USEC};
 
 /// Two decimal digits for each of 0..100.
 const DIGITS: &[u8; 200] = b"\
@@ -131,44 +132,34 @@ impl FieldsFmt {
     /// Append one line: the prefix `%16s-%-7d [%03d] FLAGS %5lu.%06lu:
     /// event: `, then `bdi NAME: ` with a bdi, then `name=value` for each
     /// of `keys` and `vals`, separated by spaces, and a newline.
-    #[allow(clippy::too_many_arguments)]
     pub fn line(
         &mut self,
         out: &mut Vec<u8>,
-        t: Ns,
-        comm: &str,
-        pid: u32,
-        cpu: usize,
-        flags: &str,
-        event: &str,
+        h: &Head,
         bdi: Option<&str>,
         keys: &'static [&'static str],
         vals: &[i64],
     ) {
-        let w = if comm.is_ascii() {
-            comm.len()
-        } else {
-            comm.chars().count()
-        };
-        if w < 16 {
+        let (t, comm) = (h.t, h.comm);
+        let pad = h.comm_pad();
+        if pad > 0 {
             let at = out.len();
             out.extend_from_slice(&SPACES);
-            out.truncate(at + 16 - w);
+            out.truncate(at + pad);
         }
         out.extend_from_slice(comm.as_bytes());
         out.push(b'-');
-        put_num(out, pid as u64, 7, b' ', true);
+        put_num(out, h.pid as u64, 7, b' ', true);
         out.extend_from_slice(b" [");
-        let cpu = cpu as u64;
-        put_num(out, cpu, 3, b'0', false);
+        put_num(out, h.cpu as u64, 3, b'0', false);
         out.extend_from_slice(b"] ");
-        out.extend_from_slice(flags.as_bytes());
+        out.extend_from_slice(h.flags.as_bytes());
         out.push(b' ');
         put_num(out, t / NSEC_PER_SEC, 5, b' ', false);
         out.push(b'.');
         put_num(out, (t % NSEC_PER_SEC) / NSEC_PER_USEC, 6, b'0', false);
         out.extend_from_slice(b": ");
-        out.extend_from_slice(event.as_bytes());
+        out.extend_from_slice(h.event.as_bytes());
         out.extend_from_slice(b": ");
         if let Some(b) = bdi {
             out.extend_from_slice(b"bdi ");
@@ -220,17 +211,16 @@ mod tests {
         ) {
             let keys = if long { LONG } else { KEYS };
             let vals = &vals[..keys.len()];
+            let h = Head { t, comm: &comm, pid, cpu, flags: ".....", event: "ev" };
             let mut f = FieldsFmt::default();
             let mut got = Vec::new();
             // twice: the list's blocks made, then reused
             for _ in 0..2 {
-                f.line(&mut got, t, &comm, pid, cpu, ".....", "ev", bdi.as_deref(), keys, vals);
+                f.line(&mut got, &h, bdi.as_deref(), keys, vals);
             }
             let mut want = String::new();
             for _ in 0..2 {
-                crate::trace::push_fields_line(
-                    &mut want, t, &comm, pid, cpu, ".....", "ev", bdi.as_deref(), keys, vals,
-                );
+                crate::trace::push_fields_line(&mut want, &h, bdi.as_deref(), keys, vals);
             }
             prop_assert_eq!(String::from_utf8(got).unwrap(), want);
         }

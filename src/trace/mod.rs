@@ -187,7 +187,15 @@ impl Tracer {
             None => &mut self.buf,
         };
         let start = out.len();
-        push_prefix(out, t, comm, pid, cpu, flags, event);
+        let h = Head {
+            t,
+            comm,
+            pid,
+            cpu,
+            flags,
+            event,
+        };
+        push_prefix(out, &h);
         let body_start = out.len();
         match args.as_str() {
             Some(s) => out.push_str(s),
@@ -246,6 +254,14 @@ impl Tracer {
             || (comm.starts_with('#') && comm.chars().count() >= 16)
             || bdi.map_or(event.starts_with("wbt_"), |b| b.contains(": ")));
         let ts = t / NSEC_PER_USEC * NSEC_PER_USEC;
+        let h = Head {
+            t,
+            comm,
+            pid,
+            cpu,
+            flags,
+            event,
+        };
         let small = vals.iter().all(|v| i64::try_from(*v).is_ok());
         if plain && small {
             let mut v64 = [0i64; 32];
@@ -258,22 +274,10 @@ impl Tracer {
                 &vals.iter().map(|v| *v as i64).collect::<Vec<_>>()
             };
             if self.sink.is_some() {
-                self.chunk
-                    .fields(t, comm, pid, cpu, flags, event, bdi, keys, v64);
+                self.chunk.fields(&h, bdi, keys, v64);
             } else {
                 let start = self.buf.len();
-                push_fields_line(
-                    &mut self.buf,
-                    t,
-                    comm,
-                    pid,
-                    cpu,
-                    flags,
-                    event,
-                    bdi,
-                    keys,
-                    v64,
-                );
+                push_fields_line(&mut self.buf, &h, bdi, keys, v64);
                 self.bytes += (self.buf.len() - start) as u64;
             }
             self.lines += 1;
@@ -284,7 +288,7 @@ impl Tracer {
                 None => &mut self.buf,
             };
             let start = out.len();
-            push_fields_line(out, t, comm, pid, cpu, flags, event, bdi, keys, vals);
+            push_fields_line(out, &h, bdi, keys, vals);
             self.lines += 1;
             self.bytes += (out.len() - start) as u64;
             if plain {
@@ -445,23 +449,43 @@ fn push_num(buf: &mut String, n: u64, width: usize, pad: Option<char>) {
     }
 }
 
+/// What a line's prefix says: when, which task on which CPU, the latency
+/// flags, and the event.
+#[derive(Clone, Copy, Debug)]
+pub struct Head<'a> {
+    pub t: Ns,
+    pub comm: &'a str,
+    pub pid: u32,
+    pub cpu: usize,
+    pub flags: &'a str,
+    pub event: &'a str,
+}
+
+impl Head<'_> {
+    /// The spaces that right-align the comm to 16 characters.
+    #[inline]
+    pub fn comm_pad(&self) -> usize {
+        let w = if self.comm.is_ascii() {
+            self.comm.len()
+        } else {
+            self.comm.chars().count()
+        };
+        16usize.saturating_sub(w)
+    }
+}
+
 /// Append a line's prefix, up to its body: `%16s-%-7d [%03d] FLAGS
 /// %5lu.%06lu: event: `.
-fn push_prefix(
-    buf: &mut String,
-    t: Ns,
-    comm: &str,
-    pid: u32,
-    cpu: usize,
-    flags: &str,
-    event: &str,
-) {
-    let w = if comm.is_ascii() {
-        comm.len()
-    } else {
-        comm.chars().count()
-    };
-    for _ in w..16 {
+fn push_prefix(buf: &mut String, h: &Head) {
+    let Head {
+        t,
+        comm,
+        pid,
+        cpu,
+        flags,
+        event,
+    } = *h;
+    for _ in 0..h.comm_pad() {
         buf.push(' ');
     }
     buf.push_str(comm);
@@ -505,21 +529,15 @@ macro_rules! trace_fields {
 /// Append one line of integer fields (and a bdi): `bdi NAME: ` with one,
 /// then `k=v` separated by spaces, as `format_args!` prints them, byte for
 /// byte.
-#[allow(clippy::too_many_arguments)]
 #[inline]
 pub(crate) fn push_fields_line<V: Copy + Into<i128>>(
     buf: &mut String,
-    t: Ns,
-    comm: &str,
-    pid: u32,
-    cpu: usize,
-    flags: &str,
-    event: &str,
+    h: &Head,
     bdi: Option<&str>,
     keys: &[&str],
     vals: &[V],
 ) {
-    push_prefix(buf, t, comm, pid, cpu, flags, event);
+    push_prefix(buf, h);
     if let Some(b) = bdi {
         buf.push_str("bdi ");
         buf.push_str(b);
@@ -556,7 +574,15 @@ pub fn format_line(
     event: &str,
     args: std::fmt::Arguments,
 ) {
-    push_prefix(buf, t, comm, pid, cpu, ".....", event);
+    let h = Head {
+        t,
+        comm,
+        pid,
+        cpu,
+        flags: ".....",
+        event,
+    };
+    push_prefix(buf, &h);
     let _ = buf.write_fmt(args);
     buf.push('\n');
 }

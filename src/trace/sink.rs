@@ -24,6 +24,7 @@
 //! every run.
 
 use super::fmt::FieldsFmt;
+use super::Head;
 use crate::sim::Ns;
 use std::fs::File;
 use std::io::Write as _;
@@ -97,36 +98,30 @@ impl Chunk {
     }
 
     /// Record a line of integer fields, to be formatted as
-    /// [`push_fields_line`] formats it.
-    #[allow(clippy::too_many_arguments)]
+    /// [`super::push_fields_line`] formats it.
     #[inline]
     pub fn fields(
         &mut self,
-        t: Ns,
-        comm: &str,
-        pid: u32,
-        cpu: usize,
-        flags: &str,
-        event: &str,
+        h: &Head,
         bdi: Option<&str>,
         keys: &'static [&'static str],
         vals: &[i64],
     ) {
-        self.text.push_str(comm);
-        self.text.push_str(flags);
-        self.text.push_str(event);
+        self.text.push_str(h.comm);
+        self.text.push_str(h.flags);
+        self.text.push_str(h.event);
         if let Some(b) = bdi {
             self.text.push_str(b);
         }
         self.vals.extend_from_slice(vals);
         self.lines.push(Line {
-            t,
-            cpu,
-            pid,
+            t: h.t,
+            cpu: h.cpu,
+            pid: h.pid,
             text_end: self.text.len() as u32,
-            comm: comm.len() as u32,
-            flags: flags.len() as u32,
-            event: event.len() as u32,
+            comm: h.comm.len() as u32,
+            flags: h.flags.len() as u32,
+            event: h.event.len() as u32,
             bdi: bdi.map_or(NONE, |b| b.len() as u32),
             keys: Some(keys),
         });
@@ -177,8 +172,16 @@ impl Chunk {
             let bdi = (l.bdi != NONE).then_some(bdi);
             let vals = &self.vals[f..f + keys.len()];
             f += keys.len();
+            let h = Head {
+                t: l.t,
+                comm,
+                pid: l.pid,
+                cpu: l.cpu,
+                flags,
+                event,
+            };
             let before = out.len();
-            fmt.line(out, l.t, comm, l.pid, l.cpu, flags, event, bdi, keys, vals);
+            fmt.line(out, &h, bdi, keys, vals);
             bytes += (out.len() - before) as u64;
         }
         bytes
@@ -325,20 +328,17 @@ mod tests {
                 let keys = KEYS;
                 let vals = [i as i64, i64::MIN + i as i64];
                 let bdi = (i % 2 == 0).then_some("7:0");
-                c.fields(i * 1000, "dd", 7, 1, ".....", "ev", bdi, keys, &vals);
+                let h = Head {
+                    t: i * 1000,
+                    comm: "dd",
+                    pid: 7,
+                    cpu: 1,
+                    flags: ".....",
+                    event: "ev",
+                };
+                c.fields(&h, bdi, keys, &vals);
                 let before = want.len();
-                crate::trace::push_fields_line(
-                    &mut want,
-                    i * 1000,
-                    "dd",
-                    7,
-                    1,
-                    ".....",
-                    "ev",
-                    bdi,
-                    keys,
-                    &vals,
-                );
+                crate::trace::push_fields_line(&mut want, &h, bdi, keys, &vals);
                 fields_bytes += (want.len() - before) as u64;
             }
             if c.full() || i % 500 == 0 {
@@ -366,17 +366,15 @@ mod tests {
         const KEYS: &[&str] = &["a", "b"];
         let mut c = Chunk::default();
         for i in 0..100i64 {
-            c.fields(
-                i as u64 * 7919,
-                "dd",
-                7,
-                1,
-                ".....",
-                "ev",
-                Some("8:0"),
-                KEYS,
-                &[i, -i],
-            );
+            let h = Head {
+                t: i as u64 * 7919,
+                comm: "dd",
+                pid: 7,
+                cpu: 1,
+                flags: ".....",
+                event: "ev",
+            };
+            c.fields(&h, Some("8:0"), KEYS, &[i, -i]);
             if i % 10 == 0 {
                 c.text.push_str("a formatted line\n");
                 c.formatted();
