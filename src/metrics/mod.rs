@@ -371,7 +371,12 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 /// [`percentile`] of the sorted list that `counts` (value: how many times)
 /// run-length codes, read without building it.
 pub fn percentile_of_counts(counts: &[(i64, u64)], p: f64) -> f64 {
-    let n: u64 = counts.iter().map(|c| c.1).sum();
+    percentile_of_runs(counts.iter().copied(), p)
+}
+
+/// [`percentile_of_counts`] of runs read in order (two passes).
+pub fn percentile_of_runs(counts: impl Iterator<Item = (i64, u64)> + Clone, p: f64) -> f64 {
+    let n: u64 = counts.clone().map(|c| c.1).sum();
     if n == 0 {
         return f64::NAN;
     }
@@ -381,7 +386,7 @@ pub fn percentile_of_counts(counts: &[(i64, u64)], p: f64) -> f64 {
     // the values at ranks i and j
     let (mut vi, mut vj) = (None, None);
     let mut seen = 0u64;
-    for &(v, c) in counts {
+    for (v, c) in counts {
         seen += c;
         if vi.is_none() && i < seen {
             vi = Some(v as f64);
