@@ -368,13 +368,9 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[i] + (sorted[j] - sorted[i]) * (k - i as f64)
 }
 
-/// [`percentile`] of the sorted list that `counts` (value: how many times)
-/// run-length codes, read without building it.
-pub fn percentile_of_counts(counts: &[(i64, u64)], p: f64) -> f64 {
-    percentile_of_runs(counts.iter().copied(), p)
-}
-
-/// [`percentile_of_counts`] of runs read in order (two passes).
+/// [`percentile`] of the sorted list that `counts` (value: how many times,
+/// in order of value) run-length codes, read without building it (two
+/// passes).
 pub fn percentile_of_runs(counts: impl Iterator<Item = (i64, u64)> + Clone, p: f64) -> f64 {
     let n: u64 = counts.clone().map(|c| c.1).sum();
     if n == 0 {
