@@ -233,6 +233,9 @@ impl Kernel {
                 self.fs_mkfs_meta(self.sbs.len() - 1, f);
             }
         }
+        if self.sc.features.bw_dwork {
+            self.bdi_wq_init();
+        }
     }
 
     /// Create a regular file on `sb` (in allocation group 0).

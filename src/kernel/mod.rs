@@ -44,8 +44,6 @@ pub enum Ev {
     WriteoutPeriod,
     /// The same for a memcg's `wb_domain`.
     MemcgWriteoutPeriod { cg: u32 },
-    /// `wb->bw_dwork`: delayed bandwidth update after an inode's writeback ends.
-    BwDwork { wb: u32 },
     /// blk-throttle's pending timer: release the bios whose budget is there.
     ThrotlTimer { dev: u32 },
     /// io.cost's wait timer for a cgroup's waiters (`iocg_waitq_timer_fn`).
@@ -110,6 +108,9 @@ pub enum Body {
     Kswapd(Box<crate::mm::vmscan::KswapdState>),
     /// A simoop thread (workload/simoop.rs).
     Simoop(Box<crate::workload::simoop::SimoopTask>),
+    /// The `bdi_wq` worker running the wbs' `bw_dwork` (mm/backing_dev.rs):
+    /// the wb whose work it is running, if any.
+    BdiWq(Option<usize>),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -268,6 +269,8 @@ pub struct Kernel {
     pub cg: cgroup::Cgroups,
     /// The simoop job's state (workload/simoop.rs).
     pub simoop: Option<Box<crate::workload::simoop::SimoopRun>>,
+    /// The `bdi_wq` kworker that runs the wbs' delayed bandwidth updates.
+    pub bdi_wq: Option<Pid>,
     /// Pressure stall information (kernel/psi.rs).
     pub psi: psi::Psi,
 }
@@ -338,6 +341,7 @@ impl Kernel {
             knob_gen: 0,
             cg: Default::default(),
             simoop: None,
+            bdi_wq: None,
             psi: psi::Psi::new(ncpu, sc.machine.hz),
             sc,
         };
@@ -360,9 +364,11 @@ impl Kernel {
         // wbsim's numbering, not the kernel's: kernel threads from 200, the
         // workload's tasks from 1000
         let pid = match body {
-            Body::Flusher(_) | Body::Kworker | Body::Driver(_) | Body::Kswapd(_) => {
-                200 + idx as u32
-            }
+            Body::Flusher(_)
+            | Body::Kworker
+            | Body::Driver(_)
+            | Body::Kswapd(_)
+            | Body::BdiWq(_) => 200 + idx as u32,
             Body::Dd(_) | Body::FsMark(_) | Body::Launcher(_) | Body::Fio(_) | Body::Simoop(_) => {
                 1000 + idx as u32
             }
@@ -430,7 +436,6 @@ impl Kernel {
             Ev::WbWorkfn { wb, gen } => self.wb_workfn_fire(wb as usize, gen),
             Ev::WriteoutPeriod => self.writeout_period(),
             Ev::MemcgWriteoutPeriod { cg } => self.memcg_writeout_period(cg as usize),
-            Ev::BwDwork { wb } => self.wb_update_bandwidth_dwork(wb as usize),
             Ev::ThrotlTimer { dev } => self.blk_throtl_timer(dev as usize),
             Ev::IocWait { dev, cg } => self.ioc_wait_timer(dev as usize, cg as usize),
             Ev::IocPeriod { dev } => self.ioc_period_timer(dev as usize),

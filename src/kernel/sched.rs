@@ -1065,6 +1065,24 @@ impl Kernel {
         true
     }
 
+    /// A timer that wakes sleeping task `pid` at tick start `at` unless the
+    /// task has woken or slept again since (a `timer_list` whose callback
+    /// wakes a kthread, as a delayed work's does its worker). It joins the
+    /// tick's other timers, as `SleepUntil` does.
+    pub(crate) fn wake_at(&mut self, pid: Pid, at: Ns) {
+        let gen = self.tasks[pid].gen;
+        if !self.arm_tick_timer(pid, gen, at) {
+            let late = self.wakeup_lateness();
+            self.q.schedule(
+                at.max(self.q.now()) + late,
+                Ev::Wake {
+                    pid: pid as u32,
+                    gen,
+                },
+            );
+        }
+    }
+
     /// How late a timer's wakeup comes: uniform in [0, `wakeup_jitter`)
     /// (seeded; no draw when it is 0).
     pub(crate) fn wakeup_lateness(&mut self) -> Ns {
@@ -1179,6 +1197,10 @@ impl Kernel {
             super::Body::Simoop(mut t) => {
                 let a = self.simoop_step(pid, &mut t);
                 (super::Body::Simoop(t), a)
+            }
+            super::Body::BdiWq(mut running) => {
+                let a = self.bdi_wq_step(pid, &mut running);
+                (super::Body::BdiWq(running), a)
             }
         };
         self.tasks[pid].body = Some(body);

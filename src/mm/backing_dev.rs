@@ -98,7 +98,10 @@ pub struct Wb {
     /// When the work item is queued to run (None: not queued), and its generation.
     pub dwork_at: Option<u64>,
     pub dwork_gen: u32,
+    /// `wb->bw_dwork`: queued and not yet started, and the tick its timer
+    /// fires on.
     pub bw_dwork_pending: bool,
+    pub bw_dwork_due: crate::sim::Ns,
     /// `wb->work_list`: queued works, here only foreign flushes (pages,
     /// and the memcg record (cgroup, slot) to tell when it is done).
     pub work_list: VecDeque<(i64, (usize, usize))>,
@@ -142,6 +145,7 @@ impl Wb {
             dwork_at: None,
             dwork_gen: 0,
             bw_dwork_pending: false,
+            bw_dwork_due: 0,
             work_list: VecDeque::new(),
             start_all: None,
         }
@@ -196,6 +200,49 @@ impl Kernel {
         let b = &mut self.bdis[bdi];
         b.max_ratio = ratio;
         b.max_prop_frac = 1024 * ratio / 100;
+    }
+
+    /// The `bdi_wq` worker (`alloc_workqueue("writeback", WQ_UNBOUND, ...)`)
+    /// for the wbs' `bw_dwork`: a kthread the work's timer wakes, so the
+    /// delayed bandwidth update runs after a wakeup and on a CPU like any
+    /// task, not in the timer's instant (the flushers' work items have
+    /// kworkers of their own).
+    pub fn bdi_wq_init(&mut self) {
+        let comm = format!(
+            "kworker/u{}:{}",
+            2 * self.sc.machine.cpus,
+            self.sc.filesystems.len() + 1
+        );
+        self.bdi_wq = Some(self.new_task(comm, crate::kernel::Body::BdiWq(None), None));
+    }
+
+    /// The `bdi_wq` worker's logic (`worker_thread` → `process_one_work` →
+    /// `wb_update_bandwidth_workfn`). A work whose timer has fired is
+    /// taken off pending as it starts (a writeback end queues it anew from
+    /// then on), costs one bandwidth computation of CPU
+    /// (`machine.cost.bdp_call`), then updates the estimate. With none due
+    /// the worker sleeps until the next timer, or until one is queued.
+    pub fn bdi_wq_step(&mut self, pid: Pid, running: &mut Option<WbId>) -> crate::kernel::Action {
+        use crate::kernel::Action;
+        if let Some(wb) = running.take() {
+            self.wb_update_bandwidth(wb, pid);
+        }
+        let now = self.q.now();
+        let next = (0..self.wbs.len())
+            .filter(|&w| self.wbs[w].bw_dwork_pending)
+            .min_by_key(|&w| (self.wbs[w].bw_dwork_due, w));
+        match next {
+            Some(wb) if self.wbs[wb].bw_dwork_due <= now => {
+                self.wbs[wb].bw_dwork_pending = false;
+                *running = Some(wb);
+                Action::Cpu {
+                    user: 0,
+                    sys: self.sc.machine.cost.bdp_call,
+                }
+            }
+            Some(wb) => Action::SleepUntil(self.wbs[wb].bw_dwork_due),
+            None => Action::Block,
+        }
     }
 
     /// `wb_get_lookup`: the wb of memcg `cg` on `bdi`, if it exists.
@@ -276,5 +323,78 @@ impl Kernel {
     #[inline]
     pub fn wb_name(&self, wb: WbId) -> &str {
         &self.wb_bdi(wb).name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::kernel::Kernel;
+    use crate::scenario::Scenario;
+
+    /// Linux 6.x on an ssd whose only writer starts late: nothing but the
+    /// test touches the wb's bandwidth estimate in the first seconds.
+    fn kernel() -> Kernel {
+        let toml =
+            "[machine]\ncpus = 2\n[machine.cost]\nwakeup = \"5us\"\nwakeup_jitter = \"0s\"\n\
+             [devices.sda]\ntype = \"ssd\"\n[filesystems.f]\ndevice = \"sda\"\n\
+             [jobs.dd]\nnumjobs = 1\nbs = \"1M\"\nstart = \"10s\"\n\
+             [run]\nduration = \"20s\"\nwarmup = \"0s\"\n";
+        let sc = Scenario::load_str(toml, "t.toml", "t", &[]).unwrap();
+        Kernel::new(sc, crate::trace::Tracer::disabled())
+    }
+
+    /// Step the kernel until `wb`'s bandwidth stamp moves; the time then.
+    fn next_update(k: &mut Kernel, wb: usize) -> u64 {
+        let stamp = k.wbs[wb].bw_time_stamp;
+        while k.wbs[wb].bw_time_stamp == stamp {
+            assert!(k.step(), "the run ended before the update");
+        }
+        k.q.now()
+    }
+
+    /// `bw_dwork` fires on the tick BANDWIDTH_INTERVAL after it is queued,
+    /// and the update runs in the `bdi_wq` worker once that is woken and on
+    /// a CPU (its wakeup, then one bandwidth computation), not in the
+    /// tick's instant. Queueing while it is pending changes nothing.
+    #[test]
+    fn bw_dwork_runs_in_its_worker_after_the_timer() {
+        let mut k = kernel();
+        let wb = k.sbs[0].wb;
+        let worker = k.bdi_wq.expect("6.x has the bdi_wq worker");
+        // run to 1 s, mid-tick
+        while k.q.now() < 1_001_000_000 {
+            assert!(k.step());
+        }
+        k.queue_bw_dwork(wb);
+        let due = k.wbs[wb].bw_dwork_due;
+        let tick = 1_000_000_000 / k.sc.machine.hz;
+        assert_eq!(due % tick, 0, "a timer fires on a tick");
+        assert!(due >= k.q.now() + 50 * tick && due <= k.q.now() + 51 * tick);
+        k.queue_bw_dwork(wb);
+        assert_eq!(
+            k.wbs[wb].bw_dwork_due, due,
+            "pending: the second queue is a no-op"
+        );
+        let at = next_update(&mut k, wb);
+        let run = k.sc.machine.cost.wakeup + k.sc.machine.cost.bdp_call;
+        assert_eq!(at, due + run);
+        assert!(!k.wbs[wb].bw_dwork_pending);
+        assert_eq!(k.tasks[worker].state, crate::kernel::RunState::Sleeping);
+        // queued again, it runs again one interval later
+        k.queue_bw_dwork(wb);
+        let due2 = k.wbs[wb].bw_dwork_due;
+        assert!(due2 > at);
+        assert_eq!(next_update(&mut k, wb), due2 + run);
+    }
+
+    /// Older kernels (before 5.14) have no `bw_dwork` and no worker.
+    #[test]
+    fn no_worker_without_bw_dwork() {
+        let toml = "[devices.sda]\ntype = \"ssd\"\n[filesystems.f]\ndevice = \"sda\"\n\
+             [jobs.dd]\nnumjobs = 1\n[run]\nduration = \"1s\"\nwarmup = \"0s\"\n\
+             dirty_throttle = \"io-less-3.2\"\n";
+        let sc = Scenario::load_str(toml, "t.toml", "t", &[]).unwrap();
+        let k = Kernel::new(sc, crate::trace::Tracer::disabled());
+        assert!(k.bdi_wq.is_none());
     }
 }

@@ -901,20 +901,24 @@ impl Kernel {
         }
     }
 
+    /// `wb_inode_writeback_end`'s `queue_delayed_work(bdi_wq, &wb->bw_dwork,
+    /// BANDWIDTH_INTERVAL)`: a no-op while the work is pending (queued and
+    /// not yet started); otherwise its timer is armed for the tick
+    /// BANDWIDTH_INTERVAL from now, and the `bdi_wq` worker
+    /// (mm/backing_dev.rs) runs `wb_update_bandwidth` once woken by it.
     pub fn queue_bw_dwork(&mut self, wb: WbId) {
         if self.wbs[wb].bw_dwork_pending {
             return;
         }
-        self.wbs[wb].bw_dwork_pending = true;
-        // queue_delayed_work(bdi_wq, &wb->bw_dwork, BANDWIDTH_INTERVAL)
         let at = self.timer_fire_time(self.jiffies() + max_pause_jiffies(self.hz()));
-        self.q.schedule(at, Ev::BwDwork { wb: wb as u32 });
-    }
-
-    pub fn wb_update_bandwidth_dwork(&mut self, wb: WbId) {
-        self.wbs[wb].bw_dwork_pending = false;
-        let pid = self.wbs[wb].flusher;
-        self.wb_update_bandwidth(wb, pid);
+        self.wbs[wb].bw_dwork_pending = true;
+        self.wbs[wb].bw_dwork_due = at;
+        let Some(worker) = self.bdi_wq else {
+            return;
+        };
+        if self.tasks[worker].state == crate::kernel::RunState::Sleeping {
+            self.wake_at(worker, at);
+        }
     }
 
     /// `wb_domain_writeout_add` / `__wb_writeout_add`: count a completion in
