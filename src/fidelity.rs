@@ -87,6 +87,11 @@ pub const METRICS: &[Metric] = &[
             .map(|p| p.p50)
     }),
     (
+        "ratelimit_updates",
+        "bdi_dirty_ratelimit lines per s: how often balance_dirty_pages wins the race to the bandwidth update (against do_writepages and bw_dwork)",
+        |s| s.trace.get("bdi_dirty_ratelimit").map(|t| t.per_s),
+    ),
+    (
         "voluntary_cs",
         "voluntary context switches per task per s, p50",
         |s| Some(s.voluntary_cs_per_task_s.p50),
@@ -652,6 +657,7 @@ pub fn markdown_full(cases: &[CaseScore]) -> String {
         ("involuntary_cs", "invol cs/task/s"),
         ("nr_writeback", "nr_writeback"),
         ("write_bw", "write_bw"),
+        ("ratelimit_updates", "ratelimit updates/s"),
         ("avg_request", "avg request KiB"),
         ("writers_cpu", "writers CPU-s/s"),
     ];
