@@ -915,17 +915,7 @@ impl Kernel {
                 t.state = RunState::Sleeping;
                 t.nvcsw += 1;
                 t.gen = t.gen.wrapping_add(1);
-                let gen = t.gen;
-                if !self.arm_tick_timer(pid, gen, at) {
-                    let late = self.wakeup_lateness();
-                    self.q.schedule(
-                        at.max(self.q.now()) + late,
-                        Ev::Wake {
-                            pid: pid as u32,
-                            gen,
-                        },
-                    );
-                }
+                self.wake_at(pid, at);
             }
             Action::Block => {
                 t.state = RunState::Sleeping;
@@ -1066,9 +1056,10 @@ impl Kernel {
     }
 
     /// A timer that wakes sleeping task `pid` at tick start `at` unless the
-    /// task has woken or slept again since (a `timer_list` whose callback
-    /// wakes a kthread, as a delayed work's does its worker). It joins the
-    /// tick's other timers, as `SleepUntil` does.
+    /// task has woken or slept again since: `SleepUntil`'s, and a
+    /// `timer_list` whose callback wakes a kthread, as a delayed work's does
+    /// its worker. It joins the tick's other timers; a time that is not a
+    /// tick within reach gets a wakeup of its own.
     pub(crate) fn wake_at(&mut self, pid: Pid, at: Ns) {
         let gen = self.tasks[pid].gen;
         if !self.arm_tick_timer(pid, gen, at) {
