@@ -962,13 +962,16 @@ impl Kernel {
             (_, Comm::Task(c)) => c,
         };
         // prio 120: every task is at nice 0 (DEFAULT_PRIO)
-        self.tracer.emit(
-            self.q.now(),
-            ctx,
-            pp,
+        let h = crate::trace::Head {
+            t: self.q.now(),
+            comm: ctx,
+            pid: pp,
             cpu,
-            ".....",
-            "sched_switch",
+            flags: ".....",
+            event: "sched_switch",
+        };
+        self.tracer.emit(
+            h,
             format_args!(
                 "prev_comm={pc} prev_pid={pp} prev_prio=120 prev_state={ps} ==> next_comm={nc} next_pid={np} next_prio=120"
             ),
@@ -1016,13 +1019,16 @@ impl Kernel {
         let t = &self.tasks[pid];
         let (comm, tp) = (t.comm.as_str(), t.pid);
         // prio 120: DEFAULT_PRIO, as in `sched_switch`
+        let h = crate::trace::Head {
+            t: self.q.now(),
+            comm: ctx,
+            pid: ctx_pid,
+            cpu: target,
+            flags: ".....",
+            event: "sched_wakeup",
+        };
         self.tracer.emit(
-            self.q.now(),
-            ctx,
-            ctx_pid,
-            target,
-            ".....",
-            "sched_wakeup",
+            h,
             format_args!("comm={comm} pid={tp} prio=120 target_cpu={target:03}"),
         );
     }

@@ -649,19 +649,8 @@ impl Kernel {
             dirtied = dd,
             written = wr,
         );
-        let now = self.q.now();
-        let t = &self.tasks[pid];
-        self.tracer.emit_fields(
-            now,
-            &t.comm,
-            t.pid,
-            t.cpu as usize,
-            ".....",
-            "global_dirty_state",
-            None,
-            keys,
-            &vals,
-        );
+        let h = crate::trace::Head::task(self.q.now(), &self.tasks[pid], "global_dirty_state");
+        self.tracer.emit_fields(h, None, keys, &vals);
     }
 
     /// `__wb_calc_thresh`: the wb's share of `thresh` by recent completions.
@@ -1380,21 +1369,10 @@ impl Kernel {
         keys: &'static [&'static str],
         vals: &[i128],
     ) {
-        let now = self.q.now();
-        let t = &self.tasks[pid];
+        let h = crate::trace::Head::task(self.q.now(), &self.tasks[pid], event);
         // `wb_name`, borrowed apart from the tracer
         let bdi = &self.bdis[self.wbs[wb].bdi].name;
-        self.tracer.emit_fields(
-            now,
-            &t.comm,
-            t.pid,
-            t.cpu as usize,
-            ".....",
-            event,
-            Some(bdi),
-            keys,
-            vals,
-        );
+        self.tracer.emit_fields(h, Some(bdi), keys, vals);
     }
 }
 

@@ -171,30 +171,19 @@ impl Tracer {
     /// Print one line in ftrace's format ([`format_line`]'s, with the
     /// latency `flags`), count it into the statistics and pass it to the
     /// sink if there is one.
-    #[allow(clippy::too_many_arguments)]
-    pub fn emit(
-        &mut self,
-        t: Ns,
-        comm: &str,
-        pid: u32,
-        cpu: usize,
-        flags: &str,
-        event: &str,
-        args: std::fmt::Arguments,
-    ) {
+    pub fn emit(&mut self, h: Head, args: std::fmt::Arguments) {
+        let Head {
+            t,
+            comm,
+            cpu,
+            event,
+            ..
+        } = h;
         let out = match self.sink {
             Some(_) => &mut self.chunk.text,
             None => &mut self.buf,
         };
         let start = out.len();
-        let h = Head {
-            t,
-            comm,
-            pid,
-            cpu,
-            flags,
-            event,
-        };
         push_prefix(out, &h);
         let body_start = out.len();
         match args.as_str() {
@@ -230,20 +219,21 @@ impl Tracer {
     /// `vals` as [`trace_fields!`] gives them. The statistics take the
     /// values as they are, with no text read back. With a sink the line is
     /// only recorded, and formatted on the writer's thread.
-    #[allow(clippy::too_many_arguments)]
     pub fn emit_fields(
         &mut self,
-        t: Ns,
-        comm: &str,
-        pid: u32,
-        cpu: usize,
-        flags: &str,
-        event: &str,
+        h: Head,
         bdi: Option<&str>,
         keys: &'static [&'static str],
         vals: &[i128],
     ) {
         debug_assert_eq!(keys.len(), vals.len());
+        let Head {
+            t,
+            comm,
+            cpu,
+            event,
+            ..
+        } = h;
         // as `emit`: `parse_line` would read this line as printed unless
         // its comm, CPU or first character (a comm of 16 characters or more
         // starting '#'), a bdi holding ": ", or a wbt event's bare bdi made
@@ -254,14 +244,6 @@ impl Tracer {
             || (comm.starts_with('#') && comm.chars().count() >= 16)
             || bdi.map_or(event.starts_with("wbt_"), |b| b.contains(": ")));
         let ts = t / NSEC_PER_USEC * NSEC_PER_USEC;
-        let h = Head {
-            t,
-            comm,
-            pid,
-            cpu,
-            flags,
-            event,
-        };
         let small = vals.iter().all(|v| i64::try_from(*v).is_ok());
         if plain && small {
             let mut v64 = [0i64; 32];
@@ -461,7 +443,20 @@ pub struct Head<'a> {
     pub event: &'a str,
 }
 
-impl Head<'_> {
+impl<'a> Head<'a> {
+    /// A line in task `task`'s context at `t`, with no latency flags set.
+    #[inline]
+    pub fn task(t: Ns, task: &'a crate::kernel::Task, event: &'a str) -> Head<'a> {
+        Head {
+            t,
+            comm: &task.comm,
+            pid: task.pid,
+            cpu: task.cpu as usize,
+            flags: ".....",
+            event,
+        }
+    }
+
     /// The spaces that right-align the comm to 16 characters.
     #[inline]
     pub fn comm_pad(&self) -> usize {
@@ -589,10 +584,8 @@ pub fn format_line(
 
 impl Kernel {
     pub fn trace_line(&mut self, pid: Pid, event: &str, args: std::fmt::Arguments) {
-        let t = &self.tasks[pid];
-        let now = self.q.now();
-        self.tracer
-            .emit(now, &t.comm, t.pid, t.cpu as usize, ".....", event, args);
+        let h = Head::task(self.q.now(), &self.tasks[pid], event);
+        self.tracer.emit(h, args);
     }
 
     /// A line from a timer callback in softirq context, where nothing else
@@ -600,7 +593,15 @@ impl Kernel {
     /// depth 1, as the host kernel prints it.
     pub fn trace_line_softirq(&mut self, event: &str, args: std::fmt::Arguments) {
         let now = self.q.now();
-        self.tracer.emit(now, "<idle>", 0, 0, "..s1.", event, args);
+        let h = Head {
+            t: now,
+            comm: "<idle>",
+            pid: 0,
+            cpu: 0,
+            flags: "..s1.",
+            event,
+        };
+        self.tracer.emit(h, args);
     }
 }
 
@@ -908,19 +909,19 @@ mod tests {
             for t in [0, 999, 1_234_567_890_123, u64::MAX] {
                 let body: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let body = body.join(" ");
+                let h = Head {
+                    t,
+                    comm,
+                    pid,
+                    cpu,
+                    flags: ".....",
+                    event,
+                };
                 match bdi {
-                    Some(d) => a.emit(
-                        t,
-                        comm,
-                        pid,
-                        cpu,
-                        ".....",
-                        event,
-                        format_args!("bdi {d}: {body}"),
-                    ),
-                    None => a.emit(t, comm, pid, cpu, ".....", event, format_args!("{body}")),
+                    Some(d) => a.emit(h, format_args!("bdi {d}: {body}")),
+                    None => a.emit(h, format_args!("{body}")),
                 }
-                b.emit_fields(t, comm, pid, cpu, ".....", event, bdi, keys, &vals);
+                b.emit_fields(h, bdi, keys, &vals);
             }
             assert_eq!(a.buf, b.buf);
             assert_eq!((a.lines, a.bytes), (b.lines, b.bytes));
@@ -983,14 +984,22 @@ mod tests {
                 // makes the parser read them otherwise, or a value is past
                 // i64) and lines formatted by `emit`
                 let comm = if i % 11 == 0 { "a [b" } else { "dd" };
+                let head = |comm, pid, cpu, event| Head {
+                    t,
+                    comm,
+                    pid,
+                    cpu,
+                    flags: ".....",
+                    event,
+                };
                 for x in [&mut a, &mut b] {
-                    x.emit_fields(t, comm, 7, 1, ".....", "global_dirty_state", None, k, &v);
+                    x.emit_fields(head(comm, 7, 1, "global_dirty_state"), None, k, &v);
                     if i % 7 == 0 {
-                        x.emit(t, "kworker", 9, 0, ".....", "ev", format_args!("n={i}"));
+                        x.emit(head("kworker", 9, 0, "ev"), format_args!("n={i}"));
                     }
                     if i % 13 == 0 {
                         let (k, v) = trace_fields!(big = u64::MAX - i);
-                        x.emit_fields(t, "dd", 7, 1, ".....", "wb", Some("7:0"), k, &v);
+                        x.emit_fields(head("dd", 7, 1, "wb"), Some("7:0"), k, &v);
                     }
                 }
             }
