@@ -53,6 +53,12 @@ pub struct Request {
     /// The cgroup whose request list its tag counts in (CFQ with
     /// per-cgroup request lists), else `u32::MAX` (the shared pool).
     pub rl_group: u32,
+    /// The next piece of the same split bio, held back while the submitter
+    /// sleeps for this one's wbt token (`u32::MAX`: none). The kernel
+    /// submits a split bio's remainder only once the task wakes
+    /// (`bio_split_to_limits`, `submit_bio_noacct`'s `bio_list`), so the
+    /// remainder joins wbt's queue behind whoever came meanwhile.
+    pub wbt_next: u32,
 }
 
 /// Who asks `blk_mq_get_tag` for a tag.
@@ -236,19 +242,37 @@ impl Kernel {
                 wbt_tracked: false,
                 issued: now,
                 rl_group: u32::MAX,
+                wbt_next: u32::MAX,
             });
             self.devs[dev].stat.requests_issued += 1;
+            let wbt =
+                self.devs[dev].wbt.enabled() && crate::block::blk_wbt::wbt_should_throttle(opf);
+            let tail = submitter.and_then(|p| {
+                let t = &self.devs[dev].wbt_tails;
+                t.iter().position(|&(q, _)| q == p)
+            });
+            if let (true, Some(i)) = (wbt, tail) {
+                // the submitter sleeps for an earlier request's token: this
+                // one is not submitted until that one has it
+                must_wait = true;
+                self.reqs[rq].as_mut().expect("rq").waiter = submitter;
+                let t = self.devs[dev].wbt_tails[i].1 as usize;
+                self.reqs[t].as_mut().expect("rq").wbt_next = rq as u32;
+                self.devs[dev].wbt_held += 1;
+                self.devs[dev].wbt_tails[i].1 = rq as u32;
+                continue;
+            }
             if must_wait {
                 // the submitter already sleeps: later pieces queue behind
                 self.reqs[rq].as_mut().expect("rq").waiter = submitter;
-                if self.devs[dev].wbt.enabled() && crate::block::blk_wbt::wbt_should_throttle(opf) {
+                if wbt {
                     self.devs[dev].wbt.waiters.push_back(rq);
                 } else {
                     self.devs[dev].tag_waiters.push_back(rq);
                 }
                 continue;
             }
-            let throttled = crate::block::blk_wbt::wbt_should_throttle(opf);
+            let throttled = wbt || crate::block::blk_wbt::wbt_should_throttle(opf);
             if read {
                 // wbt_should_throttle is false for reads: no token, only
                 // the issue time (close_io)
@@ -257,6 +281,9 @@ impl Kernel {
                 must_wait = true;
                 self.reqs[rq].as_mut().expect("rq").waiter = submitter;
                 self.devs[dev].wbt.waiters.push_back(rq);
+                if let Some(p) = submitter {
+                    self.devs[dev].wbt_tails.push((p, rq as u32));
+                }
                 continue;
             }
             let r = self.reqs[rq].as_mut().expect("rq");
@@ -390,8 +417,13 @@ impl Kernel {
         // to sleep), where the bios that follow can merge; without a plug it
         // is issued. If it must sleep again for another piece, that sleep
         // flushes the plug at once: the request is issued now.
+        // A request with later ones held behind it (`wbt_next`) is issued
+        // at once, as the sleep for them would flush the plug.
+        let held = self.reqs[rq].as_ref().expect("rq").wbt_next != u32::MAX;
         let resumes = submitter.filter(|&p| {
-            self.tasks[p].plug.is_some() && (from == TagFrom::Submit || !self.task_waits(p))
+            self.tasks[p].plug.is_some()
+                && !held
+                && (from == TagFrom::Submit || !self.task_waits(p))
         });
         match resumes {
             Some(pid) => self.blk_add_rq_to_plug(pid, rq),
@@ -725,9 +757,11 @@ mod tests {
             (4, 1)
         );
         assert_eq!(k.devs[0].tags_used, 4, "no tag was taken while waiting");
-        // a sync write queues behind the sleeper even below its own limit
+        // another task's sync write queues behind the sleeper even below
+        // its own limit
         let b = Bio {
             opf: crate::block::blk_wbt::REQ_SYNC,
+            submitter: 1,
             ..bio(&k, 2000, 8)
         };
         assert!(k.submit_bio(b), "FIFO: sleepers first");
@@ -742,6 +776,66 @@ mod tests {
             "both woken by one completion"
         );
         assert_eq!(k.devs[0].wbt.inflight, 5);
+        k.check_invariants().unwrap();
+    }
+
+    /// A task asleep for a wbt token submits nothing more until it has it:
+    /// its later bios wait behind that request, not in wbt's queue, so a
+    /// journal write another task submits meanwhile gets the next token.
+    #[test]
+    fn a_task_waiting_for_a_wbt_token_holds_its_later_bios() {
+        let mut k = machine(&["devices.sda.queue.wbt_lat_usec=75000"]);
+        let bg = crate::block::blk_wbt::REQ_BACKGROUND;
+        for i in 0..4 {
+            assert!(!k.submit_bio(Bio {
+                opf: bg,
+                ..bio(&k, i * 100, 8)
+            }));
+        }
+        // the flusher (task 0) waits for a token, then "submits" two more
+        for i in 0..3 {
+            assert!(k.submit_bio(Bio {
+                opf: bg,
+                ..bio(&k, 1000 + i * 100, 8)
+            }));
+        }
+        assert_eq!(
+            k.devs[0].wbt.waiters.len(),
+            1,
+            "one sleeper, one queued request"
+        );
+        assert_eq!(k.devs[0].wbt_held, 2);
+        // jbd2 (task 1): a sync metadata write joins the queue behind it
+        let meta = crate::block::blk_wbt::REQ_SYNC | crate::block::blk_wbt::REQ_META;
+        assert!(k.submit_bio(Bio {
+            opf: meta,
+            submitter: 1,
+            ..bio(&k, 5000, 8)
+        }));
+        assert_eq!(k.devs[0].wbt.waiters.len(), 2);
+        k.check_invariants().unwrap();
+        // the first completion wakes both sleepers in order, the flusher's
+        // request and then the journal's; only then does the flusher go
+        // on with its next requests, each taking a token as its limit
+        // allows (before, all three sat in wbt's queue ahead of the journal)
+        while k.devs[0].wbt_held == 2 {
+            assert!(k.step());
+        }
+        let issued: Vec<u64> = k
+            .reqs
+            .iter()
+            .flatten()
+            .filter(|r| r.wbt_tracked)
+            .map(|r| r.sector)
+            .collect();
+        assert!(
+            issued.contains(&1000) && issued.contains(&5000),
+            "{issued:?}"
+        );
+        while k.devs[0].wbt_held > 0 || !k.devs[0].wbt.waiters.is_empty() {
+            assert!(k.step());
+        }
+        assert!(k.devs[0].wbt_tails.is_empty());
         k.check_invariants().unwrap();
     }
 

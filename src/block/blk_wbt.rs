@@ -406,8 +406,36 @@ impl Kernel {
     pub fn wbt_tokens_granted(&mut self, dev: DevId, rqs: Vec<ReqId>) {
         let mut woken: Vec<Pid> = Vec::new();
         for rq in rqs {
-            let waiter = self.reqs[rq].as_ref().expect("rq").waiter;
+            let (waiter, mut next) = {
+                let r = self.reqs[rq].as_ref().expect("rq");
+                (r.waiter, r.wbt_next)
+            };
+            // (a request may complete within its issue: not read after it)
             self.blk_mq_get_tag(dev, rq, waiter, crate::block::blk_mq::TagFrom::WbtToken);
+            // the woken submitter goes on with the requests it held: each
+            // takes a token at once if none sleeps and the limit allows,
+            // else it queues at the back and the submitter sleeps again
+            let mut last = rq;
+            while next != u32::MAX {
+                let n = next as usize;
+                self.devs[dev].wbt_held -= 1;
+                let opf = self.reqs[n].as_ref().expect("rq").opf;
+                if !self.wbt_wait(dev, opf) {
+                    self.devs[dev].wbt.waiters.push_back(n);
+                    last = usize::MAX;
+                    break;
+                }
+                let r = self.reqs[n].as_mut().expect("rq");
+                r.wbt_tracked = true;
+                let after = r.wbt_next;
+                self.blk_mq_get_tag(dev, n, waiter, crate::block::blk_mq::TagFrom::WbtToken);
+                next = after;
+                last = n;
+            }
+            // every request it held has its token: it no longer waits
+            self.devs[dev]
+                .wbt_tails
+                .retain(|&(p, t)| !(Some(p) == waiter && t == last as u32));
             if let Some(p) = waiter {
                 if !woken.contains(&p) {
                     woken.push(p);

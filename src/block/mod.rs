@@ -238,6 +238,12 @@ pub struct BlockDev {
     pub tags_used: u32,
     /// Requests waiting for a tag, oldest first.
     pub tag_waiters: std::collections::VecDeque<crate::block::blk_mq::ReqId>,
+    /// Requests held behind one of their submitter's that waits for its
+    /// wbt token (`Request::wbt_next`): submitted, not yet in any queue.
+    pub wbt_held: u64,
+    /// Each task sleeping for a wbt token here (`rq_qos_wait`) and its last
+    /// request: the bios it submits meanwhile wait behind that one.
+    pub wbt_tails: Vec<(crate::kernel::Pid, u32)>,
     pub stat: DiskStats,
     /// The driver's state (drivers/).
     pub driver: Driver,
@@ -341,6 +347,8 @@ impl Kernel {
                 last_done: 0,
                 tags_used: 0,
                 tag_waiters: Default::default(),
+                wbt_held: 0,
+                wbt_tails: Vec::new(),
                 stat: DiskStats::default(),
                 driver,
                 throtl,

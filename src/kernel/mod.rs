@@ -685,7 +685,7 @@ impl Kernel {
                     d.name, d.stat.bios_submitted, d.stat.bios_completed
                 ));
             }
-            let waiting = (d.tag_waiters.len() + d.wbt.waiters.len()) as u64;
+            let waiting = (d.tag_waiters.len() + d.wbt.waiters.len()) as u64 + d.wbt_held;
             if d.stat.requests_issued != d.stat.ios() + d.stat.in_flight + waiting {
                 return Err(format!(
                     "dev {}: requests issued {} != completed {} + in flight {} + waiting for a wbt token or tag {waiting}",
