@@ -158,6 +158,17 @@ impl Kernel {
         if io.count > 0 {
             return;
         }
+        if self.jbd2_conversion_must_wait(ino, id) {
+            return;
+        }
+        self.ext4_release_io_end(ino, id);
+    }
+
+    /// `ext4_end_io_rsv_work` → `ext4_release_io_end` for the io_end `id`
+    /// whose last reference is gone: the conversion and the end of its
+    /// pages' writeback.
+    pub fn ext4_release_io_end(&mut self, ino: InodeId, id: IoEndId) {
+        let e = self.sbs[self.inodes[ino].sb as usize].ext4_mut();
         let io = e.io_ends[id].take().expect("io_end");
         e.free_io_ends.push(id);
         // the conversion splits the unwritten extents in the tree's leaves

@@ -291,6 +291,24 @@ impl Kernel {
         self.jbd2_handle_start(sb, pid, rsv)
     }
 
+    /// `ext4_dirty_inode` for a write's mtime update (`file_update_time`):
+    /// a handle logs the inode's table block (`ext4_mark_inode_dirty`).
+    /// False if `pid` must wait: for room in the journal, or for the block
+    /// while the commit writes it to the log (`jbd2_get_write_access`);
+    /// the caller tries again when woken.
+    pub fn ext4_dirty_inode(&mut self, pid: Pid, ino: InodeId) -> bool {
+        let sb = self.inodes[ino].sb as usize;
+        if self.sbs[sb].ext4().meta.is_none() {
+            return true;
+        }
+        let iblock = self.ext4_inode_block(ino);
+        if !self.jbd2_handle_start(sb, pid, 0) || !self.jbd2_get_write_access(sb, pid, iblock) {
+            return false;
+        }
+        self.jbd2_journal_dirty_metadata(sb, iblock);
+        true
+    }
+
     /// The credits the handle of a round of writepages of `ino` reserved
     /// (`ext4_journal_start` with `rsv_blocks`, before the round): the
     /// round's io_end takes its reserved handle (`ext4_set_io_unwritten_flag`

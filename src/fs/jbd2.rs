@@ -23,9 +23,26 @@
 //! An fsync that allocated blocks waits for the running transaction's
 //! commit (`jbd2_complete_transaction`, fs/sync.rs).
 //!
-//! Not modelled: data=ordered waits in the commit, checkpointing when the
-//! journal runs out of space (the flusher or a task then writes the blocks
-//! in place itself), sync(2) commits, and jbd2's own tracepoints.
+//! While the commit writes a block's copy to the log, the block is
+//! `BH_Shadow` (`jbd2_journal_write_metadata_buffer`), until the commit
+//! has waited for that IO (`jbd2_journal_commit_transaction` clears it as
+//! it waits on the log buffers). A handle that wants to change such a
+//! block waits for it (`do_get_write_access`, in `wait_on_bit_io`: IO
+//! wait). A writer's mtime update does this to its inode's table block at
+//! each tick (`ext4_dirty_inode`), so where the log write queues behind
+//! the data on the device the writer stops for as long as the commit
+//! takes.
+//!
+//! The commit task prints `jbd2_start_commit` as it takes the running
+//! transaction and `jbd2_end_commit` once its commit block is on disk.
+//!
+//! Not modelled: data=ordered waits in the commit (ext4's delalloc
+//! writeback allocates unwritten extents under dioread_nolock, the 6.x
+//! default, and those add no ordered data), the locked phase in which new
+//! handles wait for the running ones to stop (`wait_transaction_locked`),
+//! checkpointing when the journal runs out of space (the flusher or a task
+//! then writes the blocks in place itself), sync(2) commits, and jbd2's
+//! other tracepoints.
 
 use crate::kernel::{Ev, InodeId, Kernel, Pid};
 use crate::mm::filemap::RangeSet;
@@ -78,6 +95,13 @@ pub struct Journal {
     pub committed_tid: Option<u32>,
     /// Tasks waiting for transaction `tid` to commit (an fsync).
     pub commit_waiters: Vec<(Pid, u32)>,
+    /// Tasks waiting for a block the commit is writing to the log
+    /// (`BH_Shadow`, `do_get_write_access`).
+    pub shadow_waiters: Vec<Pid>,
+    /// io_ends whose conversion waits, in order: the first for its inode's
+    /// shadowed block, the rest behind it on the one-at-a-time
+    /// `ext4-rsv-conversion` workqueue.
+    pub conversions: Vec<(InodeId, crate::fs::ext4::IoEndId)>,
     /// Blocks a transaction took back while their pages waited for
     /// writeback in place: `do_get_write_access` clears the buffer's dirty
     /// bit (it is `jbddirty` until that transaction commits), so the page
@@ -132,6 +156,8 @@ impl Kernel {
             committing_tid: 0,
             committed_tid: None,
             commit_waiters: Vec::new(),
+            shadow_waiters: Vec::new(),
+            conversions: Vec::new(),
             taken: RangeSet::default(),
         }
     }
@@ -170,7 +196,6 @@ impl Kernel {
     /// A block whose page waits for writeback in place from an earlier
     /// commit is taken back (`Journal::taken`).
     pub fn jbd2_journal_dirty_metadata(&mut self, sb: usize, block: u64) {
-        let now = self.now();
         let m = self.sbs[sb].ext4_mut().meta();
         let bdev = m.bdev_inode;
         if m.journal.running.insert(block, block + 1) > 0
@@ -179,6 +204,18 @@ impl Kernel {
             let j = self.sbs[sb].ext4_mut().journal();
             j.taken.insert(block, block + 1);
         }
+        self.jbd2_get_transaction(sb);
+        let j = self.sbs[sb].ext4_mut().journal();
+        if j.full() {
+            self.jbd2_start_commit(sb);
+        }
+    }
+
+    /// `jbd2_get_transaction`: the first handle to start with no running
+    /// transaction creates one, and its commit timer starts then
+    /// (`t_expires`), whether or not the handle goes on to log a block.
+    pub fn jbd2_get_transaction(&mut self, sb: usize) {
+        let now = self.now();
         let j = self.sbs[sb].ext4_mut().journal();
         if j.running_since.is_none() {
             j.running_since = Some(now);
@@ -186,9 +223,57 @@ impl Kernel {
             self.q
                 .schedule(at, Ev::JournalCommit { sb: sb as u32, tid });
         }
-        if j.full() {
-            self.jbd2_start_commit(sb);
+    }
+
+    /// `jbd2_journal_get_write_access` of `block` by `pid`'s handle: false
+    /// if the block is in the committing transaction and its copy is on its
+    /// way to the log (`BH_Shadow`); `pid` then sleeps in IO wait until
+    /// the commit's log blocks are written (`do_get_write_access`). A block
+    /// the commit has not reached, or has written, is copied or taken at
+    /// once.
+    pub fn jbd2_get_write_access(&mut self, sb: usize, pid: Pid, block: u64) -> bool {
+        let j = self.sbs[sb].ext4_mut().journal();
+        let shadowed = match &j.committing {
+            Some((blocks, CommitStage::Data, _)) => blocks.overlap(block, block + 1) > 0,
+            _ => false,
+        };
+        if !shadowed {
+            return true;
         }
+        if !j.shadow_waiters.contains(&pid) {
+            j.shadow_waiters.push(pid);
+        }
+        self.tasks[pid].stall = crate::kernel::psi::Stall::Io;
+        false
+    }
+
+    /// Whether the conversion of `ino`'s io_end `id` must wait, and if so
+    /// park it: the conversion logs the inode's table block, so it waits
+    /// while that block is shadowed (`ext4_convert_unwritten_io_end_vec` →
+    /// `ext4_mark_inode_dirty` → `do_get_write_access`), and the workqueue
+    /// runs one conversion at a time, so any after a waiting one wait too.
+    /// The pages stay under writeback and the round's credits reserved
+    /// until the shadow clears.
+    pub fn jbd2_conversion_must_wait(
+        &mut self,
+        ino: InodeId,
+        id: crate::fs::ext4::IoEndId,
+    ) -> bool {
+        let sb = self.inodes[ino].sb as usize;
+        if self.sbs[sb].ext4().meta.is_none() {
+            return false;
+        }
+        let iblock = self.ext4_inode_block(ino);
+        let j = self.sbs[sb].ext4_mut().journal();
+        let shadowed = match &j.committing {
+            Some((blocks, CommitStage::Data, _)) => blocks.overlap(iblock, iblock + 1) > 0,
+            _ => false,
+        };
+        if !shadowed && j.conversions.is_empty() {
+            return false;
+        }
+        j.conversions.push((ino, id));
+        true
     }
 
     /// `start_this_handle` → `add_transaction_credits`: a handle may start
@@ -226,6 +311,7 @@ impl Kernel {
             }
         }
         self.sbs[sb].ext4_mut().journal().reserved += rsv;
+        self.jbd2_get_transaction(sb);
         true
     }
 
@@ -258,7 +344,7 @@ impl Kernel {
     /// The commit timer of transaction `tid`.
     pub fn jbd2_commit_timer(&mut self, sb: usize, tid: u32) {
         let j = self.sbs[sb].ext4_mut().journal();
-        if j.tid == tid && !j.running.is_empty() {
+        if j.tid == tid && j.running_since.is_some() {
             self.jbd2_start_commit(sb);
         }
     }
@@ -274,13 +360,29 @@ impl Kernel {
             return;
         }
         let blocks = std::mem::take(&mut j.running);
+        let (task, tid) = (j.task, j.tid);
         j.committing_tid = j.tid;
         j.tid = j.tid.wrapping_add(1);
         j.running_since = None;
         let n = blocks.count();
         let total = n + n.div_ceil(JBD2_TAGS_PER_DESC);
-        j.committing = Some((blocks, CommitStage::Data, 0));
-        self.jbd2_write(sb, total);
+        // a transaction whose handles logged nothing writes its commit
+        // block alone
+        let stage = if total == 0 {
+            CommitStage::CommitBlock
+        } else {
+            CommitStage::Data
+        };
+        j.committing = Some((blocks, stage, 0));
+        if self.tracer.on.jbd2_start_commit {
+            let dev = self.devs[self.sbs[sb].dev].bdi_name().replace(':', ",");
+            self.trace_line(
+                task,
+                "jbd2_start_commit",
+                format_args!("dev {dev} transaction {tid} sync 0"),
+            );
+        }
+        self.jbd2_write(sb, total.max(1));
     }
 
     /// Write `n` journal blocks at the head (two bios when they wrap),
@@ -322,7 +424,16 @@ impl Kernel {
         }
         if c.1 == CommitStage::Data {
             c.1 = CommitStage::CommitBlock;
+            // the log buffers are written: their shadows clear
+            let shadowed = std::mem::take(&mut j.shadow_waiters);
+            let conversions = std::mem::take(&mut j.conversions);
             self.jbd2_write(sb, 1);
+            for p in shadowed {
+                self.wake_up_process(p);
+            }
+            for (ino, id) in conversions {
+                self.ext4_release_io_end(ino, id);
+            }
             return;
         }
         let (blocks, _, _) = j.committing.take().expect("commit");
@@ -337,9 +448,19 @@ impl Kernel {
             !ready
         });
         let again = std::mem::take(&mut j.commit_again) || j.full();
-        let pending = !j.running.is_empty();
+        let pending = j.running_since.is_some();
         let task = j.task;
         let waiters = std::mem::take(&mut j.waiters);
+        if self.tracer.on.jbd2_end_commit {
+            // head: j_tail_sequence, the oldest transaction the log still
+            // needs; with checkpoints not modelled, the one just committed
+            let dev = self.devs[self.sbs[sb].dev].bdi_name().replace(':', ",");
+            self.trace_line(
+                task,
+                "jbd2_end_commit",
+                format_args!("dev {dev} transaction {done} sync 0 head {done}"),
+            );
+        }
         for &(s, e) in blocks.ranges() {
             self.sbs[sb].ext4_mut().journal().taken.remove(s, e);
             self.filemap_dirty_range(task, bdev, s, e - s);

@@ -58,8 +58,8 @@ pub enum WbList {
 #[repr(align(64))]
 pub struct Inode {
     pub ino: u64,
-    /// Index of the superblock.
-    pub sb: u32,
+    /// Index of the superblock (at most 65536 filesystems).
+    pub sb: u16,
     pub wb: WbId,
     /// Pages from 0 to the end of the file's data.
     pub nr_pages_span: u64,
@@ -85,6 +85,10 @@ pub struct Inode {
     /// The block device's own inode (ext4's metadata buffers): its page
     /// index is the block number and it needs no allocation.
     pub bdev: bool,
+    /// The jiffy of its last mtime update, low 32 bits: the coarse clock
+    /// `current_time()` reads, which moves once a tick
+    /// (`inode_needs_update_time`).
+    pub mtime: u32,
 }
 
 impl Inode {
@@ -297,11 +301,52 @@ impl Kernel {
         }
     }
 
-    /// ->writepages of `ino` starts its transaction (the block device's
-    /// inode has none). False if `pid` must wait.
+    /// `file_update_time` at the start of a write() to `ino` by `pid`: once
+    /// the coarse clock has ticked since the last update, the filesystem
+    /// logs the new mtime (ext4's `ext4_dirty_inode`). False if `pid` must
+    /// wait; it calls again when woken. XFS's update (`xfs_vn_update_time`,
+    /// a log reservation and the inode item in the CIL) is not modelled.
+    pub fn file_update_time(&mut self, pid: Pid, ino: InodeId) -> bool {
+        let now = self.jiffies() as u32;
+        let inode = &self.inodes[ino];
+        if inode.mtime == now {
+            return true;
+        }
+        let ok = match self.sbs[inode.sb as usize].fs {
+            FsType::Ext4(_) => self.ext4_dirty_inode(pid, ino),
+            FsType::Xfs(_) => true,
+        };
+        if ok {
+            self.inodes[ino].mtime = now;
+        }
+        ok
+    }
+
+    /// ->writepages of `ino` starts its transaction for a round that maps
+    /// blocks (the block device's inode has none). False if `pid` must
+    /// wait. On ext4 the mapping changes the inode's table block
+    /// (`ext4_map_blocks` → `ext4_mark_inode_dirty`), so a round waits
+    /// while a commit shadows that block, holding `i_data_sem`, which a
+    /// writer's `ext4_da_get_block_prep` then waits for in turn (that
+    /// second wait is not modelled: the writer's mtime update already
+    /// waits for the same commit).
     pub fn fs_writepages_trans_start(&mut self, pid: Pid, ino: InodeId) -> bool {
         let inode = &self.inodes[ino];
-        inode.bdev || self.fs_trans_start(inode.sb as usize, pid, true)
+        if inode.bdev {
+            return true;
+        }
+        let sb = inode.sb as usize;
+        if let FsType::Ext4(ref e) = self.sbs[sb].fs {
+            if e.meta.is_some() {
+                let iblock = self.ext4_inode_block(ino);
+                if !self.jbd2_get_write_access(sb, pid, iblock) {
+                    // its handle has started the next transaction
+                    self.jbd2_get_transaction(sb);
+                    return false;
+                }
+            }
+        }
+        self.fs_trans_start(sb, pid, true)
     }
 
     /// CPU time ->write_begin's block mapping of pages `[p0, p1)` of `ino`
@@ -430,12 +475,13 @@ impl Kernel {
 
     /// `new_inode`: the VFS inode alone.
     pub fn new_inode(&mut self, sb: usize, ag: u32) -> InodeId {
+        let mtime = self.jiffies() as u32;
         let s = &mut self.sbs[sb];
         let ino = s.next_ino;
         s.next_ino += 1;
         self.inodes.push(Inode {
             ino,
-            sb: sb as u32,
+            sb: sb as u16,
             wb: s.wb,
             nr_pages_span: 0,
             nr_cached: 0,
@@ -450,6 +496,7 @@ impl Kernel {
             i_count: 1,
             cil_tag: 0,
             bdev: false,
+            mtime,
         })
     }
 

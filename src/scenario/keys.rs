@@ -432,6 +432,7 @@ pub fn markdown() -> String {
          days; dd's `numjobs` at most 100000, fs_mark's threads (its `-d`\n\
          directories times `-t`) at most 100000, and the tasks of all jobs together\n\
          (dd writers, fs_mark threads, fio clones) at most 100000 (about 1 KiB each);\n\
+         devices (and so filesystems) at most 4096;\n\
          fs_mark's `-n`, `-L` and `-D` at most 2147483647 (an `int` in fs_mark), `-s`\n\
          at most 1 GiB, and threads × `-n` × `-L` at most 10^15 files. A run's trace\n\
          is bounded apart (docs/outputs.md: over 2 GiB needs `--force`).\n\

@@ -546,6 +546,8 @@ pub const TRACE_EVENTS: &[&str] = &[
     "flush_foreign",
     "inode_foreign_history",
     "inode_switch_wbs",
+    "jbd2_start_commit",
+    "jbd2_end_commit",
 ];
 
 /// `wbsim fidelity` tolerances: metric name -> allowed error in percent
@@ -594,6 +596,9 @@ pub const MAX_DURATION: Ns = 365 * 24 * 3600 * NSEC_PER_SEC;
 /// The most tasks the jobs may start together (dd's `numjobs`, fs_mark's
 /// threads, fio's clones): each is about 1 KiB of state.
 pub const MAX_TASKS: u64 = 100_000;
+/// The most devices, and so filesystems (each on a device of its own): an
+/// inode keeps its superblock's index in 16 bits.
+pub const MAX_DEVICES: usize = 4096;
 
 impl Scenario {
     pub fn load_file(path: &str, sets: &[String]) -> Result<Scenario, ScenarioError> {
@@ -1167,6 +1172,14 @@ fn read_devices(r: &mut Reader) -> Result<Vec<Device>, ScenarioError> {
         .map(|t| t.name)
         .collect();
     for (dname, dorigin) in r.raw.names_under("devices") {
+        if devices.len() == MAX_DEVICES {
+            return err(
+                &dorigin,
+                format!(
+                    "device `{dname}` is one too many; expected at most {MAX_DEVICES} [devices]"
+                ),
+            );
+        }
         let p = |k: &str| format!("devices.{dname}.{k}");
         let (ty, tye) = match r.choice(&p("type"), &types)? {
             Some(x) => (x.0, x.1.origin),

@@ -46,6 +46,8 @@ pub struct EventMask {
     pub flush_foreign: bool,
     pub inode_foreign_history: bool,
     pub inode_switch_wbs: bool,
+    pub jbd2_start_commit: bool,
+    pub jbd2_end_commit: bool,
 }
 
 impl EventMask {
@@ -84,6 +86,8 @@ impl EventMask {
                 "flush_foreign" => m.flush_foreign = true,
                 "inode_foreign_history" => m.inode_foreign_history = true,
                 "inode_switch_wbs" => m.inode_switch_wbs = true,
+                "jbd2_start_commit" => m.jbd2_start_commit = true,
+                "jbd2_end_commit" => m.jbd2_end_commit = true,
                 _ => {}
             }
         }
@@ -611,8 +615,10 @@ pub fn event_subsystem(event: &str) -> &'static str {
         "wbt"
     } else if event.starts_with("sched_") {
         "sched"
-    } else if event.starts_with("mm_vmscan_") {
+    } else if event.starts_with("mm_vmscan_") || event.starts_with("mm_shrink_slab_") {
         "vmscan"
+    } else if event.starts_with("jbd2_") {
+        "jbd2"
     } else if event.starts_with("bcache_") {
         "bcache"
     } else {

@@ -239,6 +239,12 @@ impl Kernel {
                         self.dd(pid).stage = Stage::Done;
                         continue;
                     }
+                    // write(): file_update_time first. The batch's later
+                    // write() calls find the block in the running
+                    // transaction already, so they do not wait.
+                    if !self.file_update_time(pid, ino) {
+                        return Action::Block;
+                    }
                     // XFS: a write that crosses its file's delalloc
                     // reservation goes folio by folio (fs/xfs.rs)
                     let sb = &self.sbs[self.inodes[ino].sb as usize];

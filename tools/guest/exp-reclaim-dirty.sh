@@ -6,12 +6,15 @@
 # and vmscan-reason flusher starts, for comparison with wbsim, and samples
 # where the writer waits (dirty.wchan: state, wchan, kernel stack).
 # Run inside the guest rig (MEM=1024, SLOW_BPS=10485760) as its GSCRIPT.
-# Knobs: hogmb= (200), ddmb= (1000), dirtymb= (700), bgmb= (600).
+# Knobs: hogmb= (200), ddmb= (1000), dirtymb= (700), bgmb= (600), blk=1
+# (also trace the block requests and wbt, to see where the journal's
+# writes wait).
 OUT=/mnt/host/out
-HOGMB=200; DDMB=1000; DIRTYMB=700; BGMB=600
+HOGMB=200; DDMB=1000; DIRTYMB=700; BGMB=600; BLK=0
 for w in $(cat /proc/cmdline); do case "$w" in
   hogmb=*) HOGMB=${w#hogmb=};; ddmb=*) DDMB=${w#ddmb=};;
-  dirtymb=*) DIRTYMB=${w#dirtymb=};; bgmb=*) BGMB=${w#bgmb=};; esac; done
+  dirtymb=*) DIRTYMB=${w#dirtymb=};; bgmb=*) BGMB=${w#bgmb=};;
+  blk=*) BLK=${w#blk=};; esac; done
 dev_by_serial() { for d in /sys/block/vd*; do [ "$(cat $d/serial 2>/dev/null)" = "$1" ] && echo /dev/${d##*/}; done; }
 SLOW=$(dev_by_serial slow)
 up() { cut -d' ' -f1 /proc/uptime; }
@@ -28,6 +31,12 @@ echo 1 > $TR/events/vmscan/mm_vmscan_throttled/enable
 echo 1 > $TR/events/writeback/writeback_start/enable
 echo 1 > $TR/events/jbd2/jbd2_start_commit/enable
 echo 1 > $TR/events/jbd2/jbd2_end_commit/enable
+if [ "$BLK" = 1 ]; then
+  echo 1 > $TR/events/block/block_rq_issue/enable
+  echo 1 > $TR/events/block/block_rq_complete/enable
+  echo 1 > $TR/events/wbt/wbt_step/enable
+  echo "wbt_lat_usec: $(cat /sys/block/${SLOW#/dev/}/queue/wbt_lat_usec) nr_requests: $(cat /sys/block/${SLOW#/dev/}/queue/nr_requests) scheduler: $(cat /sys/block/${SLOW#/dev/}/queue/scheduler) max_sectors_kb: $(cat /sys/block/${SLOW#/dev/}/queue/max_sectors_kb)"
+fi
 echo > $TR/trace
 cat /proc/vmstat > $OUT/dirty.vmstat.before
 sampler() {
