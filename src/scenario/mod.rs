@@ -2557,5 +2557,21 @@ mod cap_tests {
             e.contains("fs_mark `-t 10000000`: expected at most 100000"),
             "{e}"
         );
+        // devices (and so filesystems): an inode keeps its superblock's
+        // index in 16 bits
+        let many = |n: usize| {
+            let mut s = String::new();
+            for i in 0..n {
+                s += &format!(
+                    "[devices.d{i}]\ntype = \"ssd\"\n[filesystems.f{i}]\ndevice = \"d{i}\"\n"
+                );
+            }
+            s + "[jobs.dd]\nfilesystem = \"f0\"\n"
+        };
+        let e = load(&many(MAX_DEVICES + 1), &[]).unwrap_err();
+        assert!(
+            e.contains("is one too many; expected at most 4096 [devices]"),
+            "{e}"
+        );
     }
 }
