@@ -8,13 +8,14 @@
 # Run inside the guest rig (MEM=1024, SLOW_BPS=10485760) as its GSCRIPT.
 # Knobs: hogmb= (200), ddmb= (1000), dirtymb= (700), bgmb= (600), blk=1
 # (also trace the block requests and wbt, to see where the journal's
-# writes wait).
+# writes wait), lru=1 (also trace mm_vmscan_lru_shrink_inactive: what
+# reclaim meets at the LRU's tail).
 OUT=/mnt/host/out
-HOGMB=200; DDMB=1000; DIRTYMB=700; BGMB=600; BLK=0
+HOGMB=200; DDMB=1000; DIRTYMB=700; BGMB=600; BLK=0; LRU=0
 for w in $(cat /proc/cmdline); do case "$w" in
   hogmb=*) HOGMB=${w#hogmb=};; ddmb=*) DDMB=${w#ddmb=};;
   dirtymb=*) DIRTYMB=${w#dirtymb=};; bgmb=*) BGMB=${w#bgmb=};;
-  blk=*) BLK=${w#blk=};; esac; done
+  blk=*) BLK=${w#blk=};; lru=*) LRU=${w#lru=};; esac; done
 dev_by_serial() { for d in /sys/block/vd*; do [ "$(cat $d/serial 2>/dev/null)" = "$1" ] && echo /dev/${d##*/}; done; }
 SLOW=$(dev_by_serial slow)
 up() { cut -d' ' -f1 /proc/uptime; }
@@ -31,6 +32,7 @@ echo 1 > $TR/events/vmscan/mm_vmscan_throttled/enable
 echo 1 > $TR/events/writeback/writeback_start/enable
 echo 1 > $TR/events/jbd2/jbd2_start_commit/enable
 echo 1 > $TR/events/jbd2/jbd2_end_commit/enable
+[ "$LRU" = 1 ] && echo 1 > $TR/events/vmscan/mm_vmscan_lru_shrink_inactive/enable
 if [ "$BLK" = 1 ]; then
   echo 1 > $TR/events/block/block_rq_issue/enable
   echo 1 > $TR/events/block/block_rq_complete/enable
