@@ -32,6 +32,7 @@ echo 1 > $TR/events/vmscan/mm_vmscan_throttled/enable
 echo 1 > $TR/events/writeback/writeback_start/enable
 echo 1 > $TR/events/jbd2/jbd2_start_commit/enable
 echo 1 > $TR/events/jbd2/jbd2_end_commit/enable
+echo 1 > $TR/events/vmscan/mm_vmscan_direct_reclaim_begin/enable
 [ "$LRU" = 1 ] && echo 1 > $TR/events/vmscan/mm_vmscan_lru_shrink_inactive/enable
 if [ "$BLK" = 1 ]; then
   echo 1 > $TR/events/block/block_rq_issue/enable
@@ -41,9 +42,19 @@ if [ "$BLK" = 1 ]; then
 fi
 echo > $TR/trace
 cat /proc/vmstat > $OUT/dirty.vmstat.before
+# The samplers read /proc with shell builtins only: a fork (a command
+# substitution, cat, awk) allocates, and under this memory pressure each
+# one enters direct reclaim itself (a run with lru=1 found the sampler's
+# shell and awk doing 46% of the direct reclaim's scanning).
+KEYS=" nr_free_pages nr_dirty nr_writeback nr_inactive_file nr_active_file pgscan_kswapd pgscan_direct pgsteal_kswapd pgsteal_direct allocstall_movable pageoutrun pgactivate pgdeactivate pgrotated nr_vmscan_write nr_vmscan_immediate_reclaim kswapd_low_wmark_hit_quickly kswapd_high_wmark_hit_quickly "
 sampler() {
   while [ -f /tmp/sampling ]; do
-    echo "S t=$(up) $(awk '/^(nr_free_pages|nr_dirty|nr_writeback|nr_inactive_file|nr_active_file|pgscan_kswapd|pgscan_direct|pgsteal_kswapd|pgsteal_direct|allocstall_movable|pageoutrun|pgactivate|pgdeactivate|pgrotated|nr_vmscan_write|nr_vmscan_immediate_reclaim|kswapd_low_wmark_hit_quickly|kswapd_high_wmark_hit_quickly) /{printf "%s=%s ", $1, $2}' /proc/vmstat)"
+    read now idle < /proc/uptime
+    line="S t=$now"
+    while read k v; do
+      case "$KEYS" in *" $k "*) line="$line $k=$v";; esac
+    done < /proc/vmstat
+    echo "$line"
     sleep 1
   done
 }
@@ -51,10 +62,14 @@ touch /tmp/sampling; sampler > $OUT/dirty.samples & SP=$!
 T0=$(up)
 gdd if=/dev/zero of=/mnt/slow/f bs=1M count=$DDMB > $OUT/dirty.dd 2>&1 &
 DD=$!
-# where the writer is, five times a second: its state, wchan and kernel
-# stack (the innermost frames), to find what it waits on between writes
+# where the writer is, five times a second: its state and wchan (builtins
+# only, as above)
 while [ -d /proc/$DD ]; do
-  echo "W t=$(up) $(awk '/^State:/{print $2}' /proc/$DD/status 2>/dev/null) wchan=$(cat /proc/$DD/wchan 2>/dev/null) $(awk '{printf "%s;", $2}' /proc/$DD/stack 2>/dev/null)"
+  read now idle < /proc/uptime
+  st=?; w=?
+  while read a b c; do [ "$a" = State: ] && { st=$b; break; }; done < /proc/$DD/status 2>/dev/null
+  read -r w < /proc/$DD/wchan 2>/dev/null
+  echo "W t=$now $st wchan=$w"
   sleep 0.2
 done > $OUT/dirty.wchan
 wait $DD; tail -1 $OUT/dirty.dd
@@ -64,5 +79,6 @@ echo "wrote from $T0 to $T1"
 cat /proc/vmstat > $OUT/dirty.vmstat.after
 cp $TR/trace $OUT/dirty.trace
 echo "throttled: $(grep -c mm_vmscan_throttled $TR/trace) vmscan starts: $(grep -c 'reason=vmscan' $TR/trace) commits: $(grep -c jbd2_end_commit $TR/trace)"
+echo "direct reclaim stalls by task: $(grep mm_vmscan_direct_reclaim_begin $TR/trace | awk '{sub(/-[0-9]+$/, "", $1); print $1}' | sort | uniq -c | sort -rn | tr '\n' ';')"
 echo "writer samples by wait: $(awk '{print $3, $4}' $OUT/dirty.wchan | sort | uniq -c | sort -rn | head -8 | tr '\n' ';')"
 echo done
