@@ -423,9 +423,19 @@ impl Kernel {
             self.wbs[f.wb].writeback_running = true;
             f.wrote = 0;
         }
-        if !self.wbs[f.wb].work_list.is_empty()
-            || self.wbs[f.wb].start_all.is_some()
-            || matches!(f.at, FlusherAt::Work(_))
+        // A periodic or background writeback that slept resumes first: the
+        // works and a start-all queued meanwhile wait for its end (its
+        // loop stops only between passes, for works on the list), and the
+        // work item runs again for them (`rerun`). Taking a work here would
+        // drop the writeback under way, with its inode left I_SYNC.
+        let resuming = matches!(
+            f.at,
+            FlusherAt::OldDataFlush(_) | FlusherAt::BackgroundFlush(_)
+        );
+        if !resuming
+            && (!self.wbs[f.wb].work_list.is_empty()
+                || self.wbs[f.wb].start_all.is_some()
+                || matches!(f.at, FlusherAt::Work(_)))
         {
             f.wrote += self.wb_do_works(pid, f)?;
         }
