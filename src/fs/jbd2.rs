@@ -375,12 +375,7 @@ impl Kernel {
         };
         j.committing = Some((blocks, stage, 0));
         if self.tracer.on.jbd2_start_commit {
-            let dev = self.devs[self.sbs[sb].dev].bdi_name().replace(':', ",");
-            self.trace_line(
-                task,
-                "jbd2_start_commit",
-                format_args!("dev {dev} transaction {tid} sync 0"),
-            );
+            self.jbd2_trace_commit(sb, task, "jbd2_start_commit", tid, None);
         }
         self.jbd2_write(sb, total.max(1));
     }
@@ -408,6 +403,31 @@ impl Kernel {
         let j = self.sbs[sb].ext4_mut().journal();
         j.head = (head + n) % len;
         self.blk_finish_plug(task, plugged);
+    }
+
+    /// A `jbd2_commit` class line (`jbd2_start_commit`, `jbd2_end_commit`
+    /// with `head`): "dev MAJOR,MINOR transaction TID sync 0".
+    fn jbd2_trace_commit(
+        &mut self,
+        sb: usize,
+        task: Pid,
+        event: &str,
+        tid: u32,
+        head: Option<u32>,
+    ) {
+        let dev = self.devs[self.sbs[sb].dev].bdi_name().replace(':', ",");
+        match head {
+            Some(h) => self.trace_line(
+                task,
+                event,
+                format_args!("dev {dev} transaction {tid} sync 0 head {h}"),
+            ),
+            None => self.trace_line(
+                task,
+                event,
+                format_args!("dev {dev} transaction {tid} sync 0"),
+            ),
+        }
     }
 
     /// A journal bio completed: after the blocks, the commit block; after
@@ -454,12 +474,7 @@ impl Kernel {
         if self.tracer.on.jbd2_end_commit {
             // head: j_tail_sequence, the oldest transaction the log still
             // needs; with checkpoints not modelled, the one just committed
-            let dev = self.devs[self.sbs[sb].dev].bdi_name().replace(':', ",");
-            self.trace_line(
-                task,
-                "jbd2_end_commit",
-                format_args!("dev {dev} transaction {done} sync 0 head {done}"),
-            );
+            self.jbd2_trace_commit(sb, task, "jbd2_end_commit", done, Some(done));
         }
         for &(s, e) in blocks.ranges() {
             self.sbs[sb].ext4_mut().journal().taken.remove(s, e);
