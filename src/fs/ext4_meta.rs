@@ -291,6 +291,28 @@ impl Kernel {
         self.jbd2_handle_start(sb, pid, rsv)
     }
 
+    /// The handle of a writepages round of `ino` that maps blocks
+    /// (`ext4_do_writepages`: `ext4_journal_start_with_reserve`, then
+    /// `ext4_map_blocks`). The mapping changes the inode's table block
+    /// (`ext4_mark_inode_dirty`), so the round waits while a commit shadows
+    /// that block, holding `i_data_sem`, which a writer's
+    /// `ext4_da_get_block_prep` then waits for in turn (that second wait is
+    /// not modelled: the writer's mtime update already waits for the same
+    /// commit). The shadow is checked first, so the waiting round holds no
+    /// reserved credits. False if `pid` must wait.
+    pub fn ext4_writepages_journal_start(&mut self, pid: Pid, ino: InodeId) -> bool {
+        let sb = self.inodes[ino].sb as usize;
+        if self.sbs[sb].ext4().meta.is_some() {
+            let iblock = self.ext4_inode_block(ino);
+            if !self.jbd2_get_write_access(sb, pid, iblock) {
+                // its handle has started the next transaction
+                self.jbd2_get_transaction(sb);
+                return false;
+            }
+        }
+        self.ext4_journal_start(sb, pid, true)
+    }
+
     /// `ext4_dirty_inode` for a write's mtime update (`file_update_time`):
     /// a handle logs the inode's table block (`ext4_mark_inode_dirty`).
     /// False if `pid` must wait: for room in the journal, or for the block

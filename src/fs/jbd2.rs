@@ -118,6 +118,15 @@ impl Journal {
     pub fn max_txn(&self) -> u64 {
         self.len / 4
     }
+    /// Whether `block` is `BH_Shadow`: in the committing transaction while
+    /// its copy is on its way to the log.
+    pub fn shadows(&self, block: u64) -> bool {
+        match &self.committing {
+            Some((blocks, CommitStage::Data, _)) => blocks.overlap(block, block + 1) > 0,
+            _ => false,
+        }
+    }
+
     /// The running transaction's `t_outstanding_credits` reached the
     /// maximum: logged blocks plus the reserved credits it started with.
     pub fn full(&self) -> bool {
@@ -233,11 +242,7 @@ impl Kernel {
     /// once.
     pub fn jbd2_get_write_access(&mut self, sb: usize, pid: Pid, block: u64) -> bool {
         let j = self.sbs[sb].ext4_mut().journal();
-        let shadowed = match &j.committing {
-            Some((blocks, CommitStage::Data, _)) => blocks.overlap(block, block + 1) > 0,
-            _ => false,
-        };
-        if !shadowed {
+        if !j.shadows(block) {
             return true;
         }
         if !j.shadow_waiters.contains(&pid) {
@@ -265,11 +270,7 @@ impl Kernel {
         }
         let iblock = self.ext4_inode_block(ino);
         let j = self.sbs[sb].ext4_mut().journal();
-        let shadowed = match &j.committing {
-            Some((blocks, CommitStage::Data, _)) => blocks.overlap(iblock, iblock + 1) > 0,
-            _ => false,
-        };
-        if !shadowed && j.conversions.is_empty() {
+        if !j.shadows(iblock) && j.conversions.is_empty() {
             return false;
         }
         j.conversions.push((ino, id));

@@ -262,6 +262,9 @@ impl Kernel {
     //   mkfs + mount (metadata)     ext4_mkfs_meta          xfs_mkfs_meta
     //   create's metadata           ext4_create_meta        xfs_create_meta
     //   transaction start           ext4_journal_start      xfs_trans_reserve
+    //   writepages' transaction     ext4_writepages_        xfs_trans_reserve
+    //                               journal_start
+    //   write()'s mtime             ext4_dirty_inode        (not modelled)
     //   ->writepages (a run)        ext4_writepages         xfs_writepages
     //   block mapping               ext4_map_blocks         xfs_map_blocks
     //   block allocation            ext4_mb_new_blocks      xfs_alloc_blocks
@@ -291,12 +294,12 @@ impl Kernel {
         }
     }
 
-    /// A filesystem transaction starts (a create, or ->writepages with its
-    /// allocation): ext4's journal handle (`reserve`: writeback's reserved
-    /// credits), or XFS's log reservation. False if `pid` must wait.
-    pub fn fs_trans_start(&mut self, sb: usize, pid: Pid, reserve: bool) -> bool {
+    /// A create's filesystem transaction starts: ext4's journal handle, or
+    /// XFS's log reservation (->writepages starts its own,
+    /// `fs_writepages_trans_start`). False if `pid` must wait.
+    pub fn fs_trans_start(&mut self, sb: usize, pid: Pid) -> bool {
         match self.sbs[sb].fs {
-            FsType::Ext4(_) => self.ext4_journal_start(sb, pid, reserve),
+            FsType::Ext4(_) => self.ext4_journal_start(sb, pid, false),
             FsType::Xfs(_) => self.xfs_trans_reserve(sb, pid),
         }
     }
@@ -323,30 +326,19 @@ impl Kernel {
     }
 
     /// ->writepages of `ino` starts its transaction for a round that maps
-    /// blocks (the block device's inode has none). False if `pid` must
-    /// wait. On ext4 the mapping changes the inode's table block
-    /// (`ext4_map_blocks` → `ext4_mark_inode_dirty`), so a round waits
-    /// while a commit shadows that block, holding `i_data_sem`, which a
-    /// writer's `ext4_da_get_block_prep` then waits for in turn (that
-    /// second wait is not modelled: the writer's mtime update already
-    /// waits for the same commit).
+    /// blocks (the block device's inode has none): ext4's reserved handle
+    /// (`ext4_writepages_journal_start`), or XFS's log reservation. False
+    /// if `pid` must wait.
     pub fn fs_writepages_trans_start(&mut self, pid: Pid, ino: InodeId) -> bool {
         let inode = &self.inodes[ino];
         if inode.bdev {
             return true;
         }
         let sb = inode.sb as usize;
-        if let FsType::Ext4(ref e) = self.sbs[sb].fs {
-            if e.meta.is_some() {
-                let iblock = self.ext4_inode_block(ino);
-                if !self.jbd2_get_write_access(sb, pid, iblock) {
-                    // its handle has started the next transaction
-                    self.jbd2_get_transaction(sb);
-                    return false;
-                }
-            }
+        match self.sbs[sb].fs {
+            FsType::Ext4(_) => self.ext4_writepages_journal_start(pid, ino),
+            FsType::Xfs(_) => self.xfs_trans_reserve(sb, pid),
         }
-        self.fs_trans_start(sb, pid, true)
     }
 
     /// CPU time ->write_begin's block mapping of pages `[p0, p1)` of `ino`

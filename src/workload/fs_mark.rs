@@ -244,7 +244,7 @@ impl Kernel {
                 },
                 Stage::Creating { files } => {
                     for k in 0..files {
-                        if !self.fs_trans_start(f.sb, pid, false) {
+                        if !self.fs_trans_start(f.sb, pid) {
                             // ext4_create's handle waits for the journal
                             f.stage = Stage::Creating { files: files - k };
                             return Action::Block;
