@@ -53,11 +53,11 @@ pub struct Request {
     /// The cgroup whose request list its tag counts in (CFQ with
     /// per-cgroup request lists), else `u32::MAX` (the shared pool).
     pub rl_group: u32,
-    /// The next piece of the same split bio, held back while the submitter
-    /// sleeps for this one's wbt token (`u32::MAX`: none). The kernel
-    /// submits a split bio's remainder only once the task wakes
-    /// (`bio_split_to_limits`, `submit_bio_noacct`'s `bio_list`), so the
-    /// remainder joins wbt's queue behind whoever came meanwhile.
+    /// The submitter's next request, held back while it sleeps for this
+    /// one's wbt token (`u32::MAX`: none). The kernel's task sleeps in
+    /// `rq_qos_wait` and submits nothing more (not the rest of a split bio,
+    /// `submit_bio_noacct`'s `bio_list`, nor its next bio) until it wakes,
+    /// so those join wbt's queue behind whoever came meanwhile.
     pub wbt_next: u32,
 }
 
@@ -272,7 +272,7 @@ impl Kernel {
                 }
                 continue;
             }
-            let throttled = wbt || crate::block::blk_wbt::wbt_should_throttle(opf);
+            let throttled = crate::block::blk_wbt::wbt_should_throttle(opf);
             if read {
                 // wbt_should_throttle is false for reads: no token, only
                 // the issue time (close_io)

@@ -448,17 +448,24 @@ pub struct Head<'a> {
 }
 
 impl<'a> Head<'a> {
-    /// A line in task `task`'s context at `t`, with no latency flags set.
+    /// A line of task `comm`-`pid` on `cpu` at `t`, with no latency flags
+    /// set.
     #[inline]
-    pub fn task(t: Ns, task: &'a crate::kernel::Task, event: &'a str) -> Head<'a> {
+    pub fn new(t: Ns, comm: &'a str, pid: u32, cpu: usize, event: &'a str) -> Head<'a> {
         Head {
             t,
-            comm: &task.comm,
-            pid: task.pid,
-            cpu: task.cpu as usize,
+            comm,
+            pid,
+            cpu,
             flags: ".....",
             event,
         }
+    }
+
+    /// A line in task `task`'s context at `t`, with no latency flags set.
+    #[inline]
+    pub fn task(t: Ns, task: &'a crate::kernel::Task, event: &'a str) -> Head<'a> {
+        Head::new(t, &task.comm, task.pid, task.cpu as usize, event)
     }
 
     /// The spaces that right-align the comm to 16 characters.
@@ -573,15 +580,7 @@ pub fn format_line(
     event: &str,
     args: std::fmt::Arguments,
 ) {
-    let h = Head {
-        t,
-        comm,
-        pid,
-        cpu,
-        flags: ".....",
-        event,
-    };
-    push_prefix(buf, &h);
+    push_prefix(buf, &Head::new(t, comm, pid, cpu, event));
     let _ = buf.write_fmt(args);
     buf.push('\n');
 }
@@ -915,14 +914,7 @@ mod tests {
             for t in [0, 999, 1_234_567_890_123, u64::MAX] {
                 let body: Vec<String> = fields.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 let body = body.join(" ");
-                let h = Head {
-                    t,
-                    comm,
-                    pid,
-                    cpu,
-                    flags: ".....",
-                    event,
-                };
+                let h = Head::new(t, comm, pid, cpu, event);
                 match bdi {
                     Some(d) => a.emit(h, format_args!("bdi {d}: {body}")),
                     None => a.emit(h, format_args!("{body}")),
