@@ -160,10 +160,13 @@ fn metadata_runs_are_deterministic() {
 }
 
 /// The commit times and the writer's balance_dirty_pages times of a traced
-/// run of the guest rig's dirty writer (examples/reclaim), for 40 s.
+/// run of the guest rig's dirty writer (examples/reclaim), for 40 s, with
+/// the guest's 100 MiB hog (its run 5): with the example's 200 MiB the OOM
+/// killer takes the writer at 15 s (tests/reclaim.rs).
 fn commits_and_writes(sets: &[&str]) -> (Vec<(f64, f64)>, Vec<f64>, String) {
     let mut sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
     sets.push("run.duration=40s".into());
+    sets.push("machine.anon=435M".into());
     sets.push(
         r#"trace.events=["jbd2_start_commit","jbd2_end_commit","global_dirty_state"]"#.into(),
     );

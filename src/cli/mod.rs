@@ -522,6 +522,11 @@ pub fn main() -> i32 {
             if let Some(t) = r.stopped_at {
                 let why = if r.stopped_by == Some("SIGINT") {
                     "interrupted".to_string()
+                } else if r.stopped_by == Some(crate::mm::oom_kill::OOM_PANIC) {
+                    "the kernel panicked: out of memory and no killable processes \
+                     (\"System is deadlocked on memory\"); give the machine more memory \
+                     (machine.memory) or the workload less (machine.anon, the jobs' working sets)"
+                        .to_string()
                 } else if let (Some("device full"), Some(d)) = (r.stopped_by, &r.full_device) {
                     format!(
                         "device `{}` is full: its filesystem allocated past its {} bytes \

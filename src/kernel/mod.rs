@@ -198,6 +198,9 @@ pub struct Kernel {
     pub dom: WbDomain,
     pub pgwb: crate::mm::page_writeback::PageWriteback,
     pub vmscan: crate::mm::vmscan::Vmscan,
+    /// Retried allocations, tasks' anonymous pages and OOM victims
+    /// (mm/oom_kill.rs).
+    pub oom: crate::mm::oom_kill::OomState,
     /// The node's zones: watermarks and free pages (mm/page_alloc.rs).
     pub zones: crate::mm::page_alloc::Zones,
     pub page_reporting: crate::mm::page_reporting::PageReporting,
@@ -302,6 +305,7 @@ impl Kernel {
             dom: WbDomain::default(),
             pgwb: Default::default(),
             vmscan: Default::default(),
+            oom: Default::default(),
             zones: Default::default(),
             page_reporting: Default::default(),
             bdis: Vec::new(),

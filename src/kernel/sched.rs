@@ -1153,6 +1153,13 @@ impl Kernel {
                 return a;
             }
         }
+        // an OOM victim exits; an allocation reclaim failed goes on
+        // (mm/oom_kill.rs)
+        if !self.oom.is_empty() {
+            if let Some(a) = self.oom_step(pid) {
+                return a;
+            }
+        }
         // a dd writer's state is stepped in place (it is read at every
         // wakeup); the other bodies are taken and put back
         if let Some(super::Body::Dd(_)) = &self.tasks[pid].body {

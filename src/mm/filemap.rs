@@ -160,7 +160,7 @@ impl Kernel {
         }
         let added = inode.dirty.insert(index, end);
         if added == 0 {
-            self.page_alloc(Some(pid), grow, Gfp::PageCacheWrite);
+            self.page_alloc(Some(pid), grow, self.mapping_gfp_write(ino));
             return 0;
         }
         // a page dirtied below the end of the file may have been reclaimed
@@ -202,7 +202,7 @@ impl Kernel {
         self.pgwb.bdp_ratelimits[cpu] += added;
         self.mark_inode_dirty_pages(ino);
         // the new pages, once dirty (reclaim does not take them)
-        self.page_alloc(Some(pid), grow + missing, Gfp::PageCacheWrite);
+        self.page_alloc(Some(pid), grow + missing, self.mapping_gfp_write(ino));
         added
     }
 
@@ -241,6 +241,17 @@ impl Kernel {
     pub fn filemap_dirty_in_one_call(&self, n: u64) -> bool {
         self.sc.run.dirty_throttle != crate::scenario::ThrottlePolicy::Legacy
             && self.page_alloc_fast_ok(2 * n, Gfp::PageCacheWrite)
+    }
+
+    /// The gfp mask of a buffered write's page-cache pages for inode `ino`
+    /// (its mapping's: without `__GFP_FS` on XFS).
+    pub fn mapping_gfp_write(&self, ino: InodeId) -> Gfp {
+        let sb = self.inodes[ino].sb as usize;
+        if self.sbs.get(sb).is_some_and(|s| s.is_xfs()) {
+            Gfp::PageCacheWriteNofs
+        } else {
+            Gfp::PageCacheWrite
+        }
     }
 
     /// `folio_clear_dirty_for_io` + `__folio_start_writeback` for a run of

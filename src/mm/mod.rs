@@ -3,13 +3,14 @@
 //! throttling (`page_writeback`) and what a hypervisor's free page reporting
 //! costs the guest's allocations (`page_reporting`), the zones and their
 //! watermarks (`page_alloc`), kswapd and direct reclaim (`vmscan`), the LRU
-//! lists and their scanning (`lru`).
-//! watermarks (`page_alloc`), kswapd and direct reclaim (`vmscan`), the shrinkers (`shrinker`).
+//! lists and their scanning (`lru`), the shrinkers (`shrinker`), and the
+//! allocator's retries and the OOM killer (`oom_kill`).
 
 pub mod backing_dev;
 pub mod filemap;
 pub mod lru;
 pub mod memcontrol;
+pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_reporting;
 pub mod page_writeback;

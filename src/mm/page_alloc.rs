@@ -492,9 +492,13 @@ impl ZoneInfo {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Gfp {
     /// A page-cache page for a buffered write (`grab_cache_page_write_begin`:
-    /// the mapping's GFP_HIGHUSER_MOVABLE with __GFP_WRITE).
+    /// the mapping's GFP_HIGHUSER_MOVABLE with __GFP_WRITE), as ext4's
+    /// mappings give it.
     PageCacheWrite,
-    /// A page-cache page for a read (`readahead_gfp_mask`).
+    /// The same on XFS, whose mappings drop `__GFP_FS` (`xfs_setup_inode`).
+    PageCacheWriteNofs,
+    /// A page-cache page for a read (`readahead_gfp_mask`): it does not
+    /// retry (`__GFP_NORETRY`).
     PageCacheRead,
     /// An anonymous or shmem page (GFP_HIGHUSER_MOVABLE).
     Anon,
@@ -506,17 +510,25 @@ impl Gfp {
     pub fn name(self) -> &'static str {
         match self {
             Gfp::PageCacheWrite => "GFP_HIGHUSER_MOVABLE|__GFP_WRITE",
+            Gfp::PageCacheWriteNofs => {
+                "GFP_NOFS|__GFP_HIGHMEM|__GFP_HARDWALL|__GFP_MOVABLE|__GFP_WRITE"
+            }
             Gfp::PageCacheRead => "GFP_HIGHUSER_MOVABLE|__GFP_NOWARN|__GFP_NORETRY",
             Gfp::Anon => "GFP_HIGHUSER_MOVABLE",
             Gfp::Kernel => "GFP_KERNEL",
         }
     }
     /// `__GFP_FS`: may the allocation's reclaim enter the filesystem (the
-    /// superblock shrinker)? Page-cache pages are taken as XFS's mapping
-    /// gives them, without it (`xfs_setup_inode` masks `__GFP_FS` off);
-    /// ext4's keep it in the kernel, which the model does not tell apart.
+    /// superblock shrinker), and may it OOM-kill? A read's page-cache pages
+    /// are taken without it, as XFS's mappings give them (the model does
+    /// not tell a read's filesystem apart); a write's have it on ext4 and
+    /// not on XFS.
     pub fn fs(self) -> bool {
-        matches!(self, Gfp::Anon | Gfp::Kernel)
+        matches!(self, Gfp::Anon | Gfp::Kernel | Gfp::PageCacheWrite)
+    }
+    /// Whether the slow path loops when reclaim fails (not `__GFP_NORETRY`).
+    pub fn retries(self) -> bool {
+        self != Gfp::PageCacheRead
     }
     /// `gfp_zone`: __GFP_HIGHMEM|__GFP_MOVABLE but for GFP_KERNEL's.
     pub fn zone(self) -> usize {
@@ -536,8 +548,11 @@ impl Kernel {
     /// (`__alloc_pages_slowpath`): kswapd is woken (`wake_all_kswapds`),
     /// the zones are tried down to MIN, and below MIN the task reclaims
     /// itself (`__alloc_pages_direct_reclaim`) and tries again, until
-    /// reclaim makes no progress; then the pages come from the reserves
-    /// below MIN (the OOM path is not modelled). Keeps `nr_free_pages`.
+    /// reclaim makes no progress. Then the pages come from the reserves
+    /// below MIN at once, and a task that may retry goes on with the
+    /// allocation at its next step (mm/oom_kill.rs: `should_reclaim_retry`
+    /// and the OOM killer); a readahead allocation (`__GFP_NORETRY`) or one
+    /// outside a task keeps them. Keeps `nr_free_pages`.
     pub fn page_alloc(&mut self, pid: Option<Pid>, n: u64, gfp: Gfp) {
         if n == 0 {
             return;
@@ -555,7 +570,7 @@ impl Kernel {
                 got += self.zones.take(n - got, WMARK_MIN, highest);
             }
             if got < n {
-                got += self.zones.take_any(n - got, highest);
+                got += self.alloc_from_reserves(pid, n - got, gfp);
             }
         }
         self.vm.nr_free_pages = self.vm.nr_free_pages.saturating_sub(n);
@@ -589,7 +604,7 @@ impl Kernel {
                 }
             }
             if got < n {
-                self.zones.take_any(n - got, highest);
+                self.alloc_from_reserves(Some(pid), n - got, gfp);
             }
         }
         self.vm.nr_free_pages = self.vm.nr_free_pages.saturating_sub(n);

@@ -66,6 +66,9 @@ pub struct VmStat {
     pub nr_slab_reclaimable: u64,
     #[serde(skip)]
     pub slab_bytes: u64,
+    /// Processes the OOM killer killed (`oom_kill`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub oom_kill: u64,
     /// KiB read from block devices (`pgpgin`).
     #[serde(skip_serializing_if = "is_zero")]
     pub pgpgin: u64,
@@ -154,6 +157,9 @@ impl VmStat {
                 self.kswapd_high_wmark_hit_quickly,
             );
             put("pgrotated", self.pgrotated);
+            if self.oom_kill > 0 {
+                put("oom_kill", self.oom_kill);
+            }
         }
         s
     }

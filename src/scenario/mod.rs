@@ -548,6 +548,8 @@ pub const TRACE_EVENTS: &[&str] = &[
     "inode_switch_wbs",
     "jbd2_start_commit",
     "jbd2_end_commit",
+    "mark_victim",
+    "reclaim_retry_zone",
 ];
 
 /// `wbsim fidelity` tolerances: metric name -> allowed error in percent
@@ -1793,7 +1795,7 @@ fn read_jobs(
                 return err(
                     &jorigin,
                     format!(
-                    "job `{jname}` has no `type`; expected `type = \"dd\"`, `type = \"fs_mark\"` or `type = \"fio\"`"
+                    "job `{jname}` has no `type`; expected `type = \"dd\"`, `type = \"fs_mark\"`, `type = \"fio\"` or `type = \"simoop\"`"
                 ),
                 )
             }

@@ -48,6 +48,8 @@ pub struct EventMask {
     pub inode_switch_wbs: bool,
     pub jbd2_start_commit: bool,
     pub jbd2_end_commit: bool,
+    pub mark_victim: bool,
+    pub reclaim_retry_zone: bool,
 }
 
 impl EventMask {
@@ -88,6 +90,8 @@ impl EventMask {
                 "inode_switch_wbs" => m.inode_switch_wbs = true,
                 "jbd2_start_commit" => m.jbd2_start_commit = true,
                 "jbd2_end_commit" => m.jbd2_end_commit = true,
+                "mark_victim" => m.mark_victim = true,
+                "reclaim_retry_zone" => m.reclaim_retry_zone = true,
                 _ => {}
             }
         }
@@ -618,6 +622,8 @@ pub fn event_subsystem(event: &str) -> &'static str {
         "vmscan"
     } else if event.starts_with("jbd2_") {
         "jbd2"
+    } else if event == "mark_victim" || event == "reclaim_retry_zone" {
+        "oom"
     } else if event.starts_with("bcache_") {
         "bcache"
     } else {

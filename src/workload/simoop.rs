@@ -504,6 +504,7 @@ impl Kernel {
     fn simoop_alloc(&mut self, pid: Pid, n: u64) -> (u64, bool) {
         let got = self.page_alloc_may_sleep(pid, n, Gfp::Anon);
         self.vm.nr_anon_pages += got;
+        self.oom_rss_add(pid, got);
         let asleep = self.vmscan.shrink_waits.contains_key(&pid);
         debug_assert!(got == n || asleep);
         (got, asleep)
@@ -555,6 +556,7 @@ impl Kernel {
                         let total = self.simoop_args().alloc_mb * MB / ps;
                         // freed almost at once
                         self.vm.nr_anon_pages -= total;
+                        self.oom_rss_sub(pid, total);
                         self.page_free(total);
                         let st = *start;
                         self.simoop_record(2, st);
@@ -622,6 +624,7 @@ impl Kernel {
                         // the buffers go with the reads
                         let total = *total;
                         self.vm.nr_anon_pages -= total;
+                        self.oom_rss_sub(pid, total);
                         self.page_free(total);
                         let st = *start;
                         self.simoop_record(0, st);
