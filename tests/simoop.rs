@@ -166,3 +166,35 @@ fn seed001_memory_pressure_is_higher_before() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// `wbsim simoop` (the real program) refuses a flag simoop does not have,
+/// and a directory that is not there, with exit code 2 and the reason,
+/// before it writes anything.
+#[test]
+fn simoop_command_refuses_bad_arguments() {
+    let d = tmpdir("simoop-cli");
+    let ds = d.to_str().unwrap();
+    let o = wbsim(&["simoop", "-t", "2", "-x", "3", ds]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("simoop flag `-x`"), "{err}");
+    assert!(err.contains("usage: wbsim simoop"), "{err}");
+    let o = wbsim(&["simoop", "-t", "2", "-R", "0", ds]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("-R and -W must be at least 1"), "{err}");
+    let missing = d.join("missing");
+    let o = wbsim(&["simoop", "-t", "2", missing.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("missing") && err.contains("No such file"),
+        "{err}"
+    );
+    let o = wbsim(&["simoop", "--frobnicate", ds]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("unknown option `--frobnicate`"));
+    // nothing was laid out
+    assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
+    let _ = std::fs::remove_dir_all(&d);
+}

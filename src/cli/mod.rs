@@ -2,6 +2,7 @@
 
 pub mod compare;
 pub mod fio;
+pub mod simoop;
 pub mod sweep;
 
 use crate::metrics::Summary;
@@ -177,6 +178,17 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
         args: Vec<String>,
     },
+    /// Run simoop's loop (the model's, workload/simoop.rs) on this
+    /// machine's kernel, in real directories, and print simoop's lines:
+    /// wbsim simoop [-t N -m MB -M MB -C N -T N -D N -f MB -R MB -W MB
+    /// -r S -w S -i S -n N] DIR... [--json FILE] [--seed N]
+    #[command(disable_help_flag = true)]
+    Simoop {
+        /// simoop's flags and directories, and wbsim's --json FILE (the
+        /// final figures) and --seed N (default 1)
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+        args: Vec<String>,
+    },
     /// Validate a scenario without running it
     Check {
         #[command(flatten)]
@@ -290,6 +302,7 @@ pub fn main() -> i32 {
     match cli.cmd {
         Cmd::Help { key, markdown } => help_cmd(key.as_deref(), markdown),
         Cmd::Fio { args } => fio::main(&args),
+        Cmd::Simoop { args } => simoop::main(&args),
         Cmd::Sweep { args } => sweep::main(&args),
         Cmd::Report { dirs, out } => match crate::report::report(&dirs, &out) {
             Ok(()) => {

@@ -21,6 +21,7 @@
 pub mod cgroup;
 pub mod host_probe;
 pub mod journal;
+pub mod simoop;
 pub use cgroup::{CapMethod, BLKIO_THROTTLE};
 
 use crate::metrics::{DevObs, DevSnap, Observations, Summary, TaskObs, TaskSnap, VmSample};

@@ -127,8 +127,14 @@ impl SimoopArgs {
         if a.dirs.is_empty() {
             return Err("simoop needs at least one directory".into());
         }
-        if a.threads == 0 || a.interval_s == 0 || a.files_per_dir == 0 || a.file_mb == 0 {
-            return Err("simoop's -t, -i, -n and -f must be at least 1".into());
+        if a.threads == 0
+            || a.interval_s == 0
+            || a.files_per_dir == 0
+            || a.file_mb == 0
+            || a.read_mb == 0
+            || a.write_mb == 0
+        {
+            return Err("simoop's -t, -i, -n, -f, -R and -W must be at least 1".into());
         }
         if a.read_mb > a.file_mb || a.write_mb > a.file_mb {
             return Err(format!(
@@ -239,17 +245,12 @@ pub struct SimoopRun {
     pub start: Ns,
     pub warm: Ns,
     pub end: Ns,
-    pub read: Hist,
-    pub write: Hist,
-    pub alloc: Hist,
-    pub nr: [u64; 3],
+    /// The latencies and rates since the warm-up.
+    pub stats: SimoopStats,
     pub loops: u64,
     pub loops_at: u64,
     pub stalls_at: u64,
     pub at: Ns,
-    /// Per-interval rates (one a report: a few hundred at most).
-    pub work_rates: Vec<f64>,
-    pub stall_rates: Vec<f64>,
     pub lines: String,
     pub warmed: bool,
     pub final_stats: Option<SimoopSummary>,
@@ -269,6 +270,112 @@ pub struct SimoopSummary {
     pub alloc_p99_us: u64,
     pub work_rate: f64,
     pub alloc_stall_rate: f64,
+}
+
+/// Which of simoop's three latencies a sample is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Latency {
+    Read = 0,
+    Write = 1,
+    Alloc = 2,
+}
+
+/// simoop's statistics since its warm-up: the three latency histograms
+/// (fio's, in nanoseconds: no samples are kept), their sample counts and
+/// the per-interval rates. Both the model ([`SimoopRun`]) and the real
+/// program (`crate::live::simoop`) keep one and print it through
+/// [`SimoopStats::block`] and [`SimoopStats::summary`], so that their
+/// lines are formatted by the same code.
+#[derive(Clone, Debug, Default)]
+pub struct SimoopStats {
+    pub read: Hist,
+    pub write: Hist,
+    pub alloc: Hist,
+    /// Samples in `read`, `write` and `alloc`.
+    pub nr: [u64; 3],
+    /// Per-interval rates (one a report: a few hundred at most): worker
+    /// loops per second, and `allocstall_*` growth per second.
+    pub work_rates: Vec<f64>,
+    pub stall_rates: Vec<f64>,
+}
+
+impl SimoopStats {
+    /// Count a latency sample of `ns` nanoseconds.
+    pub fn add(&mut self, which: Latency, ns: u64) {
+        let h = match which {
+            Latency::Read => &mut self.read,
+            Latency::Write => &mut self.write,
+            Latency::Alloc => &mut self.alloc,
+        };
+        h.add(ns);
+        self.nr[which as usize] += 1;
+    }
+
+    /// One report block as simoop prints it: `Run time`, the three latency
+    /// lines (p50, p95, p99 in microseconds, with thousands commas), the
+    /// work rate and the alloc stall rate (the last interval's, the
+    /// average and the percentiles of the per-interval rates).
+    pub fn block(&self, run_time_s: u64) -> String {
+        let mut o = String::new();
+        o.push_str(&format!("Run time: {run_time_s} seconds\n"));
+        for (name, h, nr) in [
+            ("Read", &self.read, self.nr[0]),
+            ("Write", &self.write, self.nr[1]),
+            ("Allocation", &self.alloc, self.nr[2]),
+        ] {
+            let p = hist_pcts(h, nr);
+            o.push_str(&format!(
+                "{name} latency (p50: {}) (p95: {}) (p99: {})\n",
+                comma(p[0]),
+                comma(p[1]),
+                comma(p[2])
+            ));
+        }
+        let last = |v: &[f64]| v.last().copied().unwrap_or(0.0);
+        let w = pcts(&self.work_rates);
+        let avg_w = self.work_rates.iter().sum::<f64>() / self.work_rates.len().max(1) as f64;
+        o.push_str(&format!(
+            "work rate = {:.2}/sec (avg {:.2}/sec) (p50: {:.2}) (p95: {:.2}) (p99: {:.2})\n",
+            last(&self.work_rates),
+            avg_w,
+            w[0],
+            w[1],
+            w[2]
+        ));
+        let st = pcts(&self.stall_rates);
+        let avg_s = self.stall_rates.iter().sum::<f64>() / self.stall_rates.len().max(1) as f64;
+        o.push_str(&format!(
+            "alloc stall rate = {:.2}/sec (avg: {:.2}) (p50: {:.2}) (p95: {:.2}) (p99: {:.2})\n",
+            last(&self.stall_rates),
+            avg_s,
+            st[0],
+            st[1],
+            st[2]
+        ));
+        o
+    }
+
+    /// The final figures: the latency percentiles (µs) and the mean rates
+    /// (to 0.01).
+    pub fn summary(&self) -> SimoopSummary {
+        let r = hist_pcts(&self.read, self.nr[0]);
+        let w = hist_pcts(&self.write, self.nr[1]);
+        let a = hist_pcts(&self.alloc, self.nr[2]);
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        SimoopSummary {
+            read_p50_us: r[0],
+            read_p95_us: r[1],
+            read_p99_us: r[2],
+            write_p50_us: w[0],
+            write_p95_us: w[1],
+            write_p99_us: w[2],
+            alloc_p50_us: a[0],
+            alloc_p95_us: a[1],
+            alloc_p99_us: a[2],
+            work_rate: (mean(&self.work_rates) * 100.0).round() / 100.0,
+            alloc_stall_rate: (mean(&self.stall_rates) * 100.0).round() / 100.0,
+        }
+    }
 }
 
 const MB: u64 = 1 << 20;
@@ -295,6 +402,15 @@ fn pcts(v: &[f64]) -> [f64; 3] {
     s.sort_by(|a, b| a.total_cmp(b));
     let at = |p: f64| s[(((s.len() as f64) * p).ceil() as usize).clamp(1, s.len()) - 1];
     [at(0.5), at(0.95), at(0.99)]
+}
+
+/// p50, p95 and p99 of `nr` samples in `h`, in microseconds.
+fn hist_pcts(h: &Hist, nr: u64) -> [u64; 3] {
+    if nr == 0 {
+        return [0; 3];
+    }
+    let v = h.percentiles(nr, &[50.0, 95.0, 99.0]);
+    [v[0] / 1000, v[1] / 1000, v[2] / 1000]
 }
 
 impl Kernel {
@@ -400,19 +516,13 @@ impl Kernel {
         self.vfs_lookup(pid, sb, draw, seq);
     }
 
-    fn simoop_record(&mut self, which: usize, start: Ns) {
+    fn simoop_record(&mut self, which: Latency, start: Ns) {
         let now = self.now();
         let s = self.simoop.as_mut().expect("simoop");
         if start < s.warm && s.warm > s.start {
             return;
         }
-        let h = match which {
-            0 => &mut s.read,
-            1 => &mut s.write,
-            _ => &mut s.alloc,
-        };
-        h.add(now - start);
-        s.nr[which] += 1;
+        s.stats.add(which, now - start);
     }
 
     pub fn simoop_step(&mut self, pid: Pid, t: &mut SimoopTask) -> Action {
@@ -559,7 +669,7 @@ impl Kernel {
                         self.oom_rss_sub(pid, total);
                         self.page_free(total);
                         let st = *start;
-                        self.simoop_record(2, st);
+                        self.simoop_record(Latency::Alloc, st);
                         *stage = WorkerStage::Read {
                             files: Vec::new(),
                             start: now,
@@ -627,7 +737,7 @@ impl Kernel {
                         self.oom_rss_sub(pid, total);
                         self.page_free(total);
                         let st = *start;
-                        self.simoop_record(0, st);
+                        self.simoop_record(Latency::Read, st);
                         *stage = WorkerStage::Write {
                             k: 0,
                             p: u64::MAX,
@@ -658,7 +768,7 @@ impl Kernel {
                     if *p == u64::MAX {
                         if *k == a.io_threads {
                             let st = *start;
-                            self.simoop_record(1, st);
+                            self.simoop_record(Latency::Write, st);
                             *stage = WorkerStage::Done;
                             continue;
                         }
@@ -712,12 +822,7 @@ impl Kernel {
                     "Warmup complete ({} seconds)\n",
                     (s.warm - s.start) / NSEC_PER_SEC
                 ));
-                s.read = Hist::default();
-                s.write = Hist::default();
-                s.alloc = Hist::default();
-                s.nr = [0; 3];
-                s.work_rates.clear();
-                s.stall_rates.clear();
+                s.stats = SimoopStats::default();
                 s.loops_at = s.loops;
                 s.stalls_at = stalls;
                 s.at = now;
@@ -725,22 +830,22 @@ impl Kernel {
             }
         }
         if dt > 0.0 && s.warmed {
-            s.work_rates.push((s.loops - s.loops_at) as f64 / dt);
-            s.stall_rates.push((stalls - s.stalls_at) as f64 / dt);
+            s.stats.work_rates.push((s.loops - s.loops_at) as f64 / dt);
+            s.stats.stall_rates.push((stalls - s.stalls_at) as f64 / dt);
         }
         s.loops_at = s.loops;
         s.stalls_at = stalls;
         s.at = now;
         let fin = now >= s.end;
         if s.warmed {
-            let block = simoop_block(s, now);
+            let block = s.stats.block((now - s.warm.max(s.start)) / NSEC_PER_SEC);
             if fin {
                 s.lines.push_str("Final stats:\n");
             }
             s.lines.push_str(&block);
         }
         if fin {
-            s.final_stats = Some(simoop_summary(s));
+            s.final_stats = Some(s.stats.summary());
             return Action::Exit;
         }
         let next = if s.warmed {
@@ -762,78 +867,7 @@ impl Kernel {
     /// The final figures, or the figures so far if the run ended first.
     pub fn simoop_summary(&self) -> Option<SimoopSummary> {
         let s = self.simoop.as_ref()?;
-        Some(s.final_stats.clone().unwrap_or_else(|| simoop_summary(s)))
-    }
-}
-
-fn hist_pcts(h: &Hist, nr: u64) -> [u64; 3] {
-    if nr == 0 {
-        return [0; 3];
-    }
-    let v = h.percentiles(nr, &[50.0, 95.0, 99.0]);
-    [v[0] / 1000, v[1] / 1000, v[2] / 1000]
-}
-
-fn simoop_block(s: &SimoopRun, now: Ns) -> String {
-    let mut o = String::new();
-    o.push_str(&format!(
-        "Run time: {} seconds\n",
-        (now - s.warm.max(s.start)) / NSEC_PER_SEC
-    ));
-    for (name, h, nr) in [
-        ("Read", &s.read, s.nr[0]),
-        ("Write", &s.write, s.nr[1]),
-        ("Allocation", &s.alloc, s.nr[2]),
-    ] {
-        let p = hist_pcts(h, nr);
-        o.push_str(&format!(
-            "{name} latency (p50: {}) (p95: {}) (p99: {})\n",
-            comma(p[0]),
-            comma(p[1]),
-            comma(p[2])
-        ));
-    }
-    let last = |v: &[f64]| v.last().copied().unwrap_or(0.0);
-    let w = pcts(&s.work_rates);
-    let avg_w = s.work_rates.iter().sum::<f64>() / s.work_rates.len().max(1) as f64;
-    o.push_str(&format!(
-        "work rate = {:.2}/sec (avg {:.2}/sec) (p50: {:.2}) (p95: {:.2}) (p99: {:.2})\n",
-        last(&s.work_rates),
-        avg_w,
-        w[0],
-        w[1],
-        w[2]
-    ));
-    let st = pcts(&s.stall_rates);
-    let avg_s = s.stall_rates.iter().sum::<f64>() / s.stall_rates.len().max(1) as f64;
-    o.push_str(&format!(
-        "alloc stall rate = {:.2}/sec (avg: {:.2}) (p50: {:.2}) (p95: {:.2}) (p99: {:.2})\n",
-        last(&s.stall_rates),
-        avg_s,
-        st[0],
-        st[1],
-        st[2]
-    ));
-    o
-}
-
-fn simoop_summary(s: &SimoopRun) -> SimoopSummary {
-    let r = hist_pcts(&s.read, s.nr[0]);
-    let w = hist_pcts(&s.write, s.nr[1]);
-    let a = hist_pcts(&s.alloc, s.nr[2]);
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    SimoopSummary {
-        read_p50_us: r[0],
-        read_p95_us: r[1],
-        read_p99_us: r[2],
-        write_p50_us: w[0],
-        write_p95_us: w[1],
-        write_p99_us: w[2],
-        alloc_p50_us: a[0],
-        alloc_p95_us: a[1],
-        alloc_p99_us: a[2],
-        work_rate: (mean(&s.work_rates) * 100.0).round() / 100.0,
-        alloc_stall_rate: (mean(&s.stall_rates) * 100.0).round() / 100.0,
+        Some(s.final_stats.clone().unwrap_or_else(|| s.stats.summary()))
     }
 }
 
@@ -865,6 +899,13 @@ mod tests {
             .unwrap_err()
             .contains("needs a number"));
         assert!(SimoopArgs::parse("-f 1 -R 2 /a").is_err());
+        // a read or write of nothing has no offsets to draw from
+        assert!(SimoopArgs::parse("-R 0 /a")
+            .unwrap_err()
+            .contains("at least 1"));
+        assert!(SimoopArgs::parse("-W0 /a")
+            .unwrap_err()
+            .contains("at least 1"));
     }
 
     /// One worker on an idle machine, its reads' p50 (µs) and the
@@ -893,6 +934,36 @@ mod tests {
         assert!(slow >= fast + 512 * 10, "{fast} µs -> {slow} µs");
         // the machine's own anonymous memory only: the buffers went back
         assert_eq!(anon0, anon1);
+    }
+
+    /// The block both the model and `wbsim simoop` print, and the summary
+    /// from the same figures.
+    #[test]
+    fn a_block_as_simoop_prints_it() {
+        let mut st = SimoopStats {
+            work_rates: vec![10.0, 20.0],
+            stall_rates: vec![0.0, 1.5],
+            ..Default::default()
+        };
+        st.add(Latency::Write, 1_500_000_000);
+        let w = hist_pcts(&st.write, 1)[0];
+        // fio's bucket for 1.5 s, within its 1/64 resolution
+        assert!((1_476_000..=1_524_000).contains(&w), "{w}");
+        assert_eq!(
+            st.block(7),
+            format!(
+                "Run time: 7 seconds\n\
+                 Read latency (p50: 0) (p95: 0) (p99: 0)\n\
+                 Write latency (p50: {0}) (p95: {0}) (p99: {0})\n\
+                 Allocation latency (p50: 0) (p95: 0) (p99: 0)\n\
+                 work rate = 20.00/sec (avg 15.00/sec) (p50: 10.00) (p95: 20.00) (p99: 20.00)\n\
+                 alloc stall rate = 1.50/sec (avg: 0.75) (p50: 0.00) (p95: 1.50) (p99: 1.50)\n",
+                comma(w)
+            )
+        );
+        let s = st.summary();
+        assert_eq!((s.write_p99_us, s.read_p50_us, st.nr), (w, 0, [0, 1, 0]));
+        assert_eq!((s.work_rate, s.alloc_stall_rate), (15.0, 0.75));
     }
 
     #[test]
