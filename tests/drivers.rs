@@ -226,7 +226,7 @@ fn bad_device_input_is_a_scenario_error() {
         (
             "type = \"disk\"\nchannels = 4\n",
             3,
-            "unknown key `devices.sda.channels` for a `disk` device (`channels` is a key of `ssd` devices); expected one of its keys {bandwidth,iops,latency,queue_depth} or a key of every device {type,size,devno,throttle.write_bps,throttle.read_bps,",
+            "unknown key `devices.sda.channels` for a `disk` device (`channels` is a key of `ssd` devices); expected one of its keys {bandwidth,iops,latency,queue_depth,read_bandwidth} or a key of every device {type,size,devno,throttle.write_bps,throttle.read_bps,",
         ),
         (
             "type = \"loop\"\nwrite_bps = \"50MiB/s\"\n",

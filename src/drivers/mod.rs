@@ -245,9 +245,7 @@ impl Kernel {
     pub fn driver_init(&mut self, dev: DevId, d: &Device) -> Driver {
         match &d.kind {
             DeviceKind::Loop(c) => Driver::Loop(self.loop_add(dev, d, c)),
-            DeviceKind::Disk(c) => {
-                Driver::Disk(disk::DiskState::new(c.bandwidth, c.iops, c.latency))
-            }
+            DeviceKind::Disk(c) => Driver::Disk(disk::DiskState::new(c)),
             DeviceKind::Ssd(m) => Driver::Ssd(ssd::SsdState::new(m.clone())),
             DeviceKind::Hdd(m) => Driver::Hdd(hdd::HddState::new(m.clone())),
             DeviceKind::Raid0(c) => Driver::Raid0(self.raid0_run(c)),

@@ -122,7 +122,7 @@ pub const KEYS: &[KeyDoc] = &[
     k("devices.NAME.cache", "64M (ssd, hdd); required (bcache)", Some("ssd, hdd, bcache"), "\"32M\"", "ssd, hdd: write cache size; bcache: the cache device's name"),
     k("devices.NAME.flush_bandwidth", "500MB/s", SSD, "\"400MB/s\"", "write cache drain rate"),
     k("devices.NAME.read_latency", "50us", SSD, "\"80us\"", "fixed cost of a read on a channel (flash tR and the command; the defaults: a SATA SSD, ~12.5k 4 KiB read IOPS at depth 1)"),
-    k("devices.NAME.read_bandwidth", "550MB/s", SSD, "\"3GB/s\"", "read data rate, shared by the channels"),
+    k("devices.NAME.read_bandwidth", "550MB/s (ssd); none (disk)", Some("disk, ssd"), "\"3GB/s\"", "read rate: an ssd's, over its channels; a disk's own read pipe (`bandwidth` then the writes', as under qemu's bps-write)"),
     k("devices.NAME.rpm", "7200", HDD, "5400", "spindle speed; a non-sequential request waits half a revolution"),
     k("devices.NAME.avg_seek", "8.5ms", HDD, "\"9ms\"", "average seek (track_to_track ≤ avg_seek ≤ full_stroke)"),
     k("devices.NAME.track_to_track", "1ms", HDD, "\"0.8ms\"", "shortest seek"),
