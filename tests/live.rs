@@ -458,3 +458,55 @@ fn a_complete_run_traces_writeback_and_wbt_events() {
     let _ = std::fs::remove_dir_all(&out);
     assert_eq!(before, machine_state(), "the machine was not restored");
 }
+
+/// A simoop job: its files laid out before the run, `wbsim simoop` run on
+/// them, simoop's lines and final figures kept, and the machine restored.
+#[test]
+fn a_simoop_run_keeps_simoops_lines() {
+    let _m = MACHINE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = cannot_run() {
+        eprintln!("skipping the live simoop test: {why}");
+        return;
+    }
+    let text = "[devices.loop0]\ntype = \"throttled\"\nwrite_bps = \"50MiB/s\"\n\
+                [filesystems.scratch]\ndevice = \"loop0\"\n\
+                [jobs.simoop]\ntype = \"simoop\"\n\
+                args = \"-t 2 -m 4 -M 2 -T 2 -R 1 -W 1 -C 1 -D 1 -f 1 -n 20 -w 1 -r 3 -i 1 scratch\"\n\
+                [run]\nduration = \"4s\"\nwarmup = \"1s\"\n";
+    let sc = wbsim::scenario::Scenario::load_str(text, "simoop.toml", "t", &[]).unwrap();
+    if let Err(e) = wbsim::live::preflight(&sc) {
+        eprintln!("skipping the live simoop test: {e}");
+        return;
+    }
+    let before = machine_state();
+    let (f, _cleanup) = scenario_file("simoop-run.toml", text);
+    let out = std::env::temp_dir().join(format!("wbsim-live-test-simoop-{}", std::process::id()));
+    let o = wbsim()
+        .args(["live", &f, "--out", out.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "wbsim live failed: {err}");
+    let lines = std::fs::read_to_string(out.join("simoop.txt")).unwrap();
+    assert!(lines.contains("Warmup complete (1 seconds)\n"), "{lines}");
+    let fin = lines.split("Final stats:\n").nth(1).expect("a final block");
+    assert!(
+        fin.starts_with("Run time: 3 seconds\nRead latency (p50: "),
+        "{fin}"
+    );
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    assert!(
+        s["simoop"]["work_rate"].as_f64().unwrap() > 0.0,
+        "{}",
+        s["simoop"]
+    );
+    assert!(
+        s["simoop"]["read_p50_us"].as_u64().unwrap() > 0,
+        "{}",
+        s["simoop"]
+    );
+    let _ = std::fs::remove_dir_all(&out);
+    assert_eq!(before, machine_state(), "the machine was not restored");
+}

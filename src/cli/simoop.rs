@@ -5,17 +5,21 @@
 //! ```text
 //! wbsim simoop [-t N -m MB -M MB -C N -T N -D N -f MB -R MB -W MB
 //!               -r S -w S -i S -n N] DIR... [--json FILE] [--seed N]
+//!               [--laid-out]
 //! ```
 //!
 //! simoop's flags and directories are read by the model's own parser
 //! (`SimoopArgs::parse`); wbsim's options may come anywhere among them.
+//! `--laid-out` runs on the files an earlier run laid out (each
+//! directory's `simoop.N`, checked for their size), as `wbsim live` does
+//! once it has laid them out before its run starts.
 
 use crate::live::simoop as live;
 use crate::workload::simoop::SimoopArgs;
 use std::io::Write;
 use std::path::PathBuf;
 
-pub const USAGE: &str = "usage: wbsim simoop [-t N] [-m MB] [-M MB] [-C N] [-T N] [-D N] [-f MB] [-R MB] [-W MB] [-r S] [-w S] [-i S] [-n N] DIR... [--json FILE] [--seed N]";
+pub const USAGE: &str = "usage: wbsim simoop [-t N] [-m MB] [-M MB] [-C N] [-T N] [-D N] [-f MB] [-R MB] [-W MB] [-r S] [-w S] [-i S] [-n N] DIR... [--json FILE] [--seed N] [--laid-out]";
 
 /// `wbsim simoop`'s arguments: simoop's, and wbsim's own.
 #[derive(Debug)]
@@ -23,6 +27,8 @@ pub struct Args {
     pub simoop: SimoopArgs,
     pub json: Option<PathBuf>,
     pub seed: u64,
+    /// The files are there already (`--laid-out`): no layout.
+    pub laid_out: bool,
 }
 
 /// Split the arguments into wbsim's options and simoop's flags, and parse
@@ -30,6 +36,7 @@ pub struct Args {
 pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
     let mut json = None;
     let mut seed = 1;
+    let mut laid_out = false;
     let mut rest = Vec::new();
     let mut i = 0;
     while i < args.len() {
@@ -55,6 +62,7 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
                     .parse()
                     .map_err(|_| format!("--seed {v}: expected an unsigned integer"))?;
             }
+            "--laid-out" => laid_out = true,
             "-h" | "--help" => return Ok(None),
             f if f.starts_with("--") => return Err(format!("unknown option `{f}`")),
             _ if arg.chars().any(char::is_whitespace) => {
@@ -65,7 +73,12 @@ pub fn parse_args(args: &[String]) -> Result<Option<Args>, String> {
         i += 1;
     }
     let simoop = SimoopArgs::parse(&rest.join(" "))?;
-    Ok(Some(Args { simoop, json, seed }))
+    Ok(Some(Args {
+        simoop,
+        json,
+        seed,
+        laid_out,
+    }))
 }
 
 /// `wbsim simoop ARGS`: the exit code (2 for bad arguments, 1 for a run
@@ -98,6 +111,16 @@ pub fn main(args: &[String]) -> i32 {
         None => None,
     };
     let s = &a.simoop;
+    if a.laid_out {
+        let files = match live::laid_out(s) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("wbsim: simoop: --laid-out: {}", super::term(&e));
+                return 2;
+            }
+        };
+        return run_and_report(&a, &files, json);
+    }
     eprintln!(
         "wbsim: simoop: laying out {} files of {} MB in {}",
         s.files_per_dir,
@@ -118,8 +141,13 @@ pub fn main(args: &[String]) -> i32 {
         s.warmup_s,
         s.runtime_s
     );
+    run_and_report(&a, &files, json)
+}
+
+/// Run simoop on the file set, then write `--json`'s summary.
+fn run_and_report(a: &Args, files: &live::FileSet, json: Option<std::fs::File>) -> i32 {
     let mut out = std::io::stdout().lock();
-    let o = match live::run_on(s, &files, a.seed, &mut out) {
+    let o = match live::run_on(&a.simoop, files, a.seed, &mut out) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("wbsim: simoop: {}", super::term(&e));

@@ -203,10 +203,10 @@ pub fn preflight(sc: &Scenario) -> Result<CapMethod, LiveError> {
     if let Some(j) = sc
         .jobs
         .iter()
-        .find(|j| matches!(j.kind, JobKind::FsMark(_) | JobKind::Simoop(_)))
+        .find(|j| matches!(j.kind, JobKind::FsMark(_)))
     {
         return Err(LiveError::Refused(format!(
-            "job `{}` is fs_mark or simoop; live mode runs dd and fio jobs only so far",
+            "job `{}` is fs_mark; live mode runs dd, fio and simoop jobs only so far",
             j.name
         )));
     }
@@ -646,9 +646,12 @@ struct LiveDev {
 
 struct Writer {
     job: String,
-    /// The program: `dd`, or `fio` (one process for every fio job).
-    prog: &'static str,
+    /// The program: `dd`, `fio` (one process for every fio job), or this
+    /// program's path for a simoop job (`wbsim simoop`).
+    prog: String,
     cwd: Option<PathBuf>,
+    /// Where its standard output goes (simoop's lines), if anywhere.
+    stdout: Option<PathBuf>,
     start: Ns,
     end: Option<Ns>,
     args: Vec<String>,
@@ -727,11 +730,24 @@ pub fn run(
             .iter()
             .filter(|j| sc.filesystems[j.filesystem].device == i);
         let mut bytes: u64 = 0;
+        // simoop's files, on whichever filesystem each directory names
+        // (its writes overwrite them in place)
+        for j in &sc.jobs {
+            if let JobKind::Simoop(b) = &j.kind {
+                let (a, sbs) = &**b;
+                let here = sbs
+                    .iter()
+                    .filter(|&&f| sc.filesystems[f].device == i)
+                    .count() as u64;
+                bytes += here * a.files_per_dir * (a.file_mb << 20);
+            }
+        }
         for j in fs_jobs {
             let size = match &j.kind {
                 JobKind::Dd { size, .. } => *size,
                 JobKind::Fio(f) => fio_job_bytes(f),
-                JobKind::FsMark(_) | JobKind::Simoop(_) => unreachable!("refused in preflight"),
+                JobKind::Simoop(_) => continue,
+                JobKind::FsMark(_) => unreachable!("refused in preflight"),
             };
             let t = j.runtime.unwrap_or(sc.run.duration).min(sc.run.duration);
             let cap = (write_bps as u128 * t as u128 / NSEC_PER_SEC as u128) as u64 + (256 << 20);
@@ -865,6 +881,52 @@ pub fn run(
         progress(&format!("{AUTOGROUP} = {}", a as u8));
     }
 
+    // simoop's file set, laid out before the run as the model has it
+    // (written, synced, dropped from the cache), and its command line
+    let mut simoop_runs: Vec<(String, Vec<String>, PathBuf)> = Vec::new();
+    for j in &sc.jobs {
+        let JobKind::Simoop(b) = &j.kind else {
+            continue;
+        };
+        let (a, sbs) = &**b;
+        let mut a = a.clone();
+        a.dirs = sbs
+            .iter()
+            .enumerate()
+            .map(|(k, &f)| {
+                mnts[f]
+                    .join(format!("wbsim-simoop-{}-{k}", j.name))
+                    .display()
+                    .to_string()
+            })
+            .collect();
+        for d in &a.dirs {
+            std::fs::create_dir_all(d).map_err(|e| failed(format!("mkdir {d}: {e}")))?;
+        }
+        progress(&format!(
+            "simoop `{}`: laying out {} files of {} MB in each of {} directories",
+            j.name,
+            a.files_per_dir,
+            a.file_mb,
+            a.dirs.len()
+        ));
+        check(stop)?;
+        simoop::lay_out(&a).map_err(failed)?;
+        let out = mnts[sbs[0]].join(format!("wbsim-simoop-{}", j.name));
+        std::fs::create_dir_all(&out).map_err(failed)?;
+        let mut args = vec![
+            "simoop".to_string(),
+            "--laid-out".into(),
+            "--seed".into(),
+            sc.run.seed.to_string(),
+            "--json".into(),
+            out.join("simoop.json").display().to_string(),
+        ];
+        args.extend(a.flags().split_whitespace().map(str::to_string));
+        args.extend(a.dirs.iter().cloned());
+        simoop_runs.push((j.name.clone(), args, out));
+    }
+
     // the trace instance (tracefs mounted for the run if it was not)
     if tracefs_state() == Tracefs::Unmounted {
         run_cmd("mount", &["-t", "tracefs", "nodev", TRACEFS])?;
@@ -910,7 +972,8 @@ pub fn run(
         std::fs::write(dir.join("jobs.fio"), text).map_err(failed)?;
         writers.push(Writer {
             job: "fio".into(),
-            prog: "fio",
+            prog: "fio".into(),
+            stdout: None,
             cwd: Some(dir.clone()),
             start: 0,
             end: None,
@@ -925,11 +988,29 @@ pub fn run(
     } else {
         None
     };
+    // simoop: this program's own `wbsim simoop`, on the files laid out
+    let exe = std::env::current_exe().map_err(failed)?;
+    for (job, args, out) in &simoop_runs {
+        writers.push(Writer {
+            job: job.clone(),
+            prog: exe.display().to_string(),
+            cwd: Some(out.clone()),
+            start: sc
+                .jobs
+                .iter()
+                .find(|j| &j.name == job)
+                .map_or(0, |j| j.start),
+            end: None,
+            args: args.clone(),
+            stdout: Some(out.join("simoop.txt")),
+            child: None,
+        });
+    }
     for j in &sc.jobs {
         let (bs, size) = match j.kind {
             JobKind::Dd { bs, size } => (bs, size),
-            JobKind::Fio(_) => continue,
-            JobKind::FsMark(_) | JobKind::Simoop(_) => unreachable!("refused in preflight"),
+            JobKind::Fio(_) | JobKind::Simoop(_) => continue,
+            JobKind::FsMark(_) => unreachable!("refused in preflight"),
         };
         for k in 0..j.numjobs {
             let file = mnts[j.filesystem].join(format!("{}.{k}", j.name));
@@ -944,7 +1025,8 @@ pub fn run(
             }
             writers.push(Writer {
                 job: j.name.clone(),
-                prog: "dd",
+                prog: "dd".into(),
+                stdout: None,
                 cwd: None,
                 start: j.start,
                 end: j.runtime.map(|r| j.start + r),
@@ -979,8 +1061,13 @@ pub fn run(
         }
         for w in writers.iter_mut() {
             if w.child.is_none() && now >= w.start && w.end.is_none_or(|e| now < e) {
-                let mut cmd = Command::new(w.prog);
+                let mut cmd = Command::new(&w.prog);
                 cmd.args(&w.args).stdin(Stdio::null()).stdout(Stdio::null());
+                if let Some(p) = &w.stdout {
+                    let f = std::fs::File::create(p)
+                        .map_err(|e| failed(format!("{}: {e}", p.display())))?;
+                    cmd.stdout(f);
+                }
                 if let Some(d) = &w.cwd {
                     cmd.current_dir(d);
                 }
@@ -1078,8 +1165,22 @@ pub fn run(
     write(inst.join("tracing_on"), "0")?;
     // fio ends its jobs on SIGINT and then writes its output
     for w in &writers {
-        if let (Some(c), "fio") = (w.child, w.prog) {
+        if let (Some(c), "fio") = (w.child, w.prog.as_str()) {
             stop_fio(&mut guard.children[c], stop);
+        }
+    }
+    // simoop prints its final block at -w + -r s and exits: it gets 10 s
+    // past the run's end for that
+    for w in &writers {
+        if let (Some(c), Some(_)) = (w.child, &w.stdout) {
+            let c = &mut guard.children[c];
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_secs(10) && !stop.load(Ordering::Relaxed) {
+                if !matches!(c.try_wait(), Ok(None)) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
     }
     for c in &mut guard.children {
@@ -1090,6 +1191,22 @@ pub fn run(
     let mut extra_files = Vec::new();
     if let Some(dir) = &fio_dir {
         extra_files = fio_live_outputs(dir)?;
+    }
+    // simoop's lines (several simoop jobs: one after another) and its final
+    // figures, as a simulated run has them
+    let mut simoop_text = String::new();
+    let mut simoop_summary = None;
+    for (_, _, out) in &simoop_runs {
+        simoop_text.push_str(&std::fs::read_to_string(out.join("simoop.txt")).unwrap_or_default());
+        if let Ok(j) = std::fs::read_to_string(out.join("simoop.json")) {
+            simoop_summary = serde_json::from_str(&j).ok();
+        }
+    }
+    if !simoop_runs.is_empty() {
+        if simoop_summary.is_none() {
+            progress("simoop did not finish within the run (run.duration below -w + -r plus its start?): simoop.txt has what it printed");
+        }
+        extra_files.push(("simoop.txt".to_string(), simoop_text.into_bytes()));
     }
     extra_files.push(("diskstats".to_string(), diskstats.into_bytes()));
     let pressure_summary = crate::metrics::pressure::summarize(&pressure, sc.run.warmup);
@@ -1126,6 +1243,7 @@ pub fn run(
     };
     let mut summary = Summary::compute(&obs);
     summary.pressure = pressure_summary;
+    summary.simoop = simoop_summary;
     let _ = NSEC_PER_MSEC;
     Ok(RunResult {
         summary,
@@ -1415,8 +1533,9 @@ mod tests {
     fn writer(start: Ns, end: Option<Ns>, child: Option<usize>) -> Writer {
         Writer {
             job: "dd".into(),
-            prog: "dd",
+            prog: "dd".into(),
             cwd: None,
+            stdout: None,
             start,
             end,
             args: Vec::new(),

@@ -133,6 +133,34 @@ pub fn lay_out(a: &SimoopArgs) -> Result<FileSet, String> {
     Ok(FileSet { dirs })
 }
 
+/// The file set a earlier `lay_out` left: each directory's `-n` files,
+/// each of `-f` MB (`wbsim simoop --laid-out`, as `wbsim live` runs it
+/// after laying the files out before its run starts).
+pub fn laid_out(a: &SimoopArgs) -> Result<FileSet, String> {
+    check_dirs(a)?;
+    let size = a.file_mb * MB;
+    let mut dirs = Vec::new();
+    for d in &a.dirs {
+        let mut v = Vec::new();
+        for n in 0..a.files_per_dir {
+            let p = Path::new(d).join(format!("simoop.{n}"));
+            let len = std::fs::metadata(&p)
+                .map_err(|e| format!("{}: {e} (lay the files out first)", p.display()))?
+                .len();
+            if len != size {
+                return Err(format!(
+                    "{} holds {len} bytes, not the {size} of `-f {}`",
+                    p.display(),
+                    a.file_mb
+                ));
+            }
+            v.push(p);
+        }
+        dirs.push(v);
+    }
+    Ok(FileSet { dirs })
+}
+
 /// Lay out the file set and run simoop on it, printing its lines to `out`
 /// (flushed after each block); the random choices come from `seed`.
 pub fn run(a: &SimoopArgs, seed: u64, out: &mut dyn Write) -> Result<Outcome, String> {

@@ -64,6 +64,27 @@ pub struct SimoopArgs {
 }
 
 impl SimoopArgs {
+    /// The flags again, every one given (`parse` reads them back), without
+    /// the directories.
+    pub fn flags(&self) -> String {
+        format!(
+            "-t {} -m {} -M {} -C {} -T {} -D {} -f {} -R {} -W {} -r {} -w {} -i {} -n {}",
+            self.threads,
+            self.ws_mb,
+            self.alloc_mb,
+            self.cpu_threads,
+            self.io_threads,
+            self.du_threads,
+            self.file_mb,
+            self.read_mb,
+            self.write_mb,
+            self.runtime_s,
+            self.warmup_s,
+            self.interval_s,
+            self.files_per_dir
+        )
+    }
+
     /// Parse simoop's flags (`-t 512`, `-R1`: the value may follow at once).
     pub fn parse(s: &str) -> Result<SimoopArgs, String> {
         let mut a = SimoopArgs {
