@@ -362,6 +362,28 @@ metadata = false
     );
 }
 
+/// Run scenario `text` live (the test `what`), asserting it succeeds; its
+/// output directory and the machine's state before it. None (with a
+/// message) where this host's preflight refuses the scenario.
+fn live_run(what: &str, text: &str) -> Option<(std::path::PathBuf, String)> {
+    let sc = wbsim::scenario::Scenario::load_str(text, "t.toml", "t", &[]).unwrap();
+    if let Err(e) = wbsim::live::preflight(&sc) {
+        eprintln!("skipping the live {what} test: {e}");
+        return None;
+    }
+    let before = machine_state();
+    let (f, _cleanup) = scenario_file(&format!("{what}-run.toml"), text);
+    let out = std::env::temp_dir().join(format!("wbsim-live-test-{what}-{}", std::process::id()));
+    let o = wbsim()
+        .args(["live", &f, "--out", out.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "wbsim live failed: {err}");
+    Some((out, before))
+}
+
 /// A short complete run traces the scenario's events from both the
 /// writeback and the wbt subsystems (`events/wbt/...` in the instance),
 /// in the format wbsim's parser reads, and restores the machine.
@@ -380,21 +402,9 @@ fn a_run_on_xfs_is_throttled_and_restored() {
             "[filesystems.scratch]\n",
             "[filesystems.scratch]\ntype = \"xfs\"\nagcount = 2\n",
         );
-    let sc = wbsim::scenario::Scenario::load_str(&text, "xfs.toml", "t", &[]).unwrap();
-    if let Err(e) = wbsim::live::preflight(&sc) {
-        eprintln!("skipping the live xfs test: {e}");
+    let Some((out, before)) = live_run("xfs", &text) else {
         return;
-    }
-    let before = machine_state();
-    let (f, _cleanup) = scenario_file("xfs-run.toml", &text);
-    let out = std::env::temp_dir().join(format!("wbsim-live-test-xfs-{}", std::process::id()));
-    let o = wbsim()
-        .args(["live", &f, "--out", out.to_str().unwrap()])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "wbsim live failed: {err}");
+    };
     let trace = std::fs::read_to_string(out.join("trace.txt")).unwrap();
     let recs = wbsim::trace::parse(&trace);
     let bdp = recs
@@ -473,21 +483,9 @@ fn a_simoop_run_keeps_simoops_lines() {
                 [jobs.simoop]\ntype = \"simoop\"\n\
                 args = \"-t 2 -m 4 -M 2 -T 2 -R 1 -W 1 -C 1 -D 1 -f 1 -n 20 -w 1 -r 3 -i 1 scratch\"\n\
                 [run]\nduration = \"4s\"\nwarmup = \"1s\"\n";
-    let sc = wbsim::scenario::Scenario::load_str(text, "simoop.toml", "t", &[]).unwrap();
-    if let Err(e) = wbsim::live::preflight(&sc) {
-        eprintln!("skipping the live simoop test: {e}");
+    let Some((out, before)) = live_run("simoop", text) else {
         return;
-    }
-    let before = machine_state();
-    let (f, _cleanup) = scenario_file("simoop-run.toml", text);
-    let out = std::env::temp_dir().join(format!("wbsim-live-test-simoop-{}", std::process::id()));
-    let o = wbsim()
-        .args(["live", &f, "--out", out.to_str().unwrap()])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(o.status.success(), "wbsim live failed: {err}");
+    };
     let lines = std::fs::read_to_string(out.join("simoop.txt")).unwrap();
     assert!(lines.contains("Warmup complete (1 seconds)\n"), "{lines}");
     let fin = lines.split("Final stats:\n").nth(1).expect("a final block");
