@@ -41,7 +41,7 @@
 //! that SIGKILL would cut short (a victim exits when it next runs).
 
 use crate::kernel::{Action, Kernel, Pid, RunState};
-use crate::mm::page_alloc::{Gfp, WMARK_HIGH, WMARK_MIN};
+use crate::mm::page_alloc::{Gfp, SWAP_CLUSTER_MAX, WMARK_HIGH, WMARK_MIN};
 use crate::mm::vmscan::MAX_RECLAIM_RETRIES;
 use crate::sim::Ns;
 use std::collections::BTreeMap;
@@ -244,14 +244,23 @@ impl Kernel {
         if self.alloc_retry_fits(a.gfp, WMARK_MIN) {
             return None;
         }
+        let owed = self.tasks[pid].owed_sys;
         a.progress = self.direct_reclaim(pid, a.gfp) > 0;
         if self.alloc_retry_fits(a.gfp, WMARK_MIN) {
             return None;
         }
         self.oom.retrying.insert(pid, a);
-        // the pass's CPU time (owed_sys) is the burst; the loop's own
-        // checks cost next to nothing
-        Some(Action::Cpu { user: 0, sys: 1 })
+        // the pass's CPU time (owed_sys) is the burst; a pass that found
+        // nothing to scan still looked at the lists, a batch's worth, so
+        // that a loop that cannot end (no __GFP_FS, nothing reclaimable,
+        // as the kernel's livelocks) moves the clock on
+        let idle = self.tasks[pid].owed_sys == owed;
+        let sys = if idle {
+            (SWAP_CLUSTER_MAX * self.sc.machine.cost.reclaim_per_page).max(1)
+        } else {
+            1
+        };
+        Some(Action::Cpu { user: 0, sys })
     }
 
     /// The process task `pid` belongs to: simoop's threads share their
@@ -572,6 +581,31 @@ mod tests {
         k.page_free(k.zones.z[ZONE_DMA32].min());
         assert!(k.alloc_retry_step(a).is_none());
         assert!(!k.oom.retrying.contains_key(&a));
+    }
+
+    /// An allocation without `__GFP_FS` on a node with nothing to reclaim
+    /// never ends (as in the kernel), but each pass moves the clock on by
+    /// a batch's scan, not a nanosecond.
+    #[test]
+    fn a_loop_that_cannot_end_still_takes_time() {
+        let (mut k, a, _) = machine();
+        exhausted(&mut k, 0);
+        k.oom.retrying.insert(
+            a,
+            AllocRetry {
+                gfp: Gfp::PageCacheWriteNofs,
+                no_progress_loops: 0,
+                progress: false,
+            },
+        );
+        let batch = SWAP_CLUSTER_MAX * k.sc.machine.cost.reclaim_per_page;
+        for _ in 0..40 {
+            match k.oom_step(a) {
+                Some(Action::Cpu { sys, .. }) => assert!(sys >= batch, "{sys} < {batch}"),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(k.vm.oom_kill, 0);
     }
 
     /// Nothing left to kill: the kernel panics and the run stops there.
