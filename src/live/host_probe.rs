@@ -174,29 +174,9 @@ pub fn probe(limit: u64) -> Result<HostProbe, String> {
         ));
     }
     let len = nbins * BIN * page;
-    // SAFETY: a fresh private anonymous mapping; checked for MAP_FAILED.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(format!(
-            "mmap of {} MiB: {}",
-            len >> 20,
-            std::io::Error::last_os_error()
-        ));
-    }
-    // one fault a 4 KiB page, not one a huge page (failure only means THP
-    // is off, which is what is wanted)
-    // SAFETY: p..p+len is the mapping made above.
-    unsafe { libc::madvise(p, len, libc::MADV_NOHUGEPAGE) };
-    let base = p as *mut u8;
+    let mut m = super::anon::Anon::map(len, libc::MAP_NORESERVE)?;
+    m.no_huge_pages();
+    let base = m.as_mut_ptr();
     let mut bins: Vec<Bin> = Vec::new();
     let mut slow_seen = 0;
     for b in 0..nbins {
@@ -219,8 +199,7 @@ pub fn probe(limit: u64) -> Result<HostProbe, String> {
             }
         }
     }
-    // SAFETY: unmapping the mapping made above, once.
-    unsafe { libc::munmap(p, len) };
+    drop(m);
     Ok(analyse(&bins, page as u64))
 }
 

@@ -18,6 +18,7 @@
 //! (writing back whichever of `*_bytes`/`*_ratio` was set, since writing
 //! one zeroes the other).
 
+pub mod anon;
 pub mod cgroup;
 pub mod host_probe;
 pub mod journal;

@@ -28,6 +28,7 @@
 //! the start and counts a rate of 0 among its per-interval rates, and this
 //! program does not.
 
+use crate::live::anon::Anon;
 use crate::sim::Prng;
 use crate::workload::simoop::{Latency, SimoopArgs, SimoopStats, SimoopSummary};
 use std::fs::File;
@@ -166,77 +167,6 @@ pub fn laid_out(a: &SimoopArgs) -> Result<FileSet, String> {
 pub fn run(a: &SimoopArgs, seed: u64, out: &mut dyn Write) -> Result<Outcome, String> {
     let files = lay_out(a)?;
     run_on(a, &files, seed, out)
-}
-
-/// An anonymous private mapping, unmapped when dropped (simoop's
-/// allocations: the working set, the `-M` area, the read buffers).
-struct Anon {
-    ptr: *mut u8,
-    len: usize,
-}
-
-// SAFETY: the mapping is owned by one Anon and used through it only.
-unsafe impl Send for Anon {}
-
-impl Anon {
-    /// Map `len` bytes, untouched (no page is allocated until written).
-    fn new(len: usize) -> Result<Anon, String> {
-        if len == 0 {
-            return Ok(Anon {
-                ptr: std::ptr::null_mut(),
-                len: 0,
-            });
-        }
-        // SAFETY: a new anonymous private mapping; no existing memory is
-        // affected.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(format!(
-                "mmap {} MiB: {}",
-                len >> 20,
-                std::io::Error::last_os_error()
-            ));
-        }
-        Ok(Anon {
-            ptr: p as *mut u8,
-            len,
-        })
-    }
-
-    /// Write one byte to each page, faulting the mapping in.
-    fn touch(&mut self, page: usize) {
-        for off in (0..self.len).step_by(page) {
-            // SAFETY: off < len, inside the mapping.
-            unsafe { std::ptr::write_volatile(self.ptr.add(off), 1) };
-        }
-    }
-
-    fn as_mut_slice(&mut self) -> &mut [u8] {
-        if self.len == 0 {
-            return &mut [];
-        }
-        // SAFETY: the mapping is len bytes, readable and writable, zeroed
-        // by the kernel, and borrowed mutably through self.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
-    }
-}
-
-impl Drop for Anon {
-    fn drop(&mut self) {
-        if self.len > 0 {
-            // SAFETY: our own mapping, unmapped once.
-            unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
-        }
-    }
 }
 
 /// The end of the run: a flag the busy threads look at, and a condition
